@@ -1,0 +1,32 @@
+package shm
+
+import "errors"
+
+var (
+	// ErrOverflow is returned (wrapped) by [Window.Publish] when the set has
+	// more keys than the window has slots. The set is still published, as
+	// "overflowed": readers then keep every item until a set that fits is
+	// published, so an overflow can cost memory but never a wrong eviction.
+	ErrOverflow = errors.New("shm: more keys than the window's capacity")
+
+	// ErrCorrupt is returned (wrapped, with the offending field named) by
+	// [Open] when the file is not a window of this layout: wrong magic
+	// number, layout version, capacity or size. [Window.Snapshot] returns it
+	// when a consistent read shows an impossible count.
+	ErrCorrupt = errors.New("shm: not a valid window")
+
+	// ErrWriterStalled is returned by [Window.Snapshot] when the sequence
+	// stayed odd (a write under way) for longer than the stall timeout: the
+	// writer most likely died in the middle of a publish.
+	ErrWriterStalled = errors.New("shm: writer stalled in the middle of a publish")
+
+	// ErrZeroKey is returned by [Window.Publish] when a key is 0, the value
+	// that marks an empty slot.
+	ErrZeroKey = errors.New("shm: key 0 is reserved")
+
+	// ErrReadOnly is returned by [Window.Publish] on a window mapped by [Open].
+	ErrReadOnly = errors.New("shm: window is read-only")
+
+	// ErrClosed is returned by the methods of a window after [Window.Close].
+	ErrClosed = errors.New("shm: window is closed")
+)

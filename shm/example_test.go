@@ -1,0 +1,59 @@
+package shm_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/poolrun/poolrun/shm"
+)
+
+func Example() {
+	// The parent creates the window and publishes the keys still required.
+	w, err := shm.Create(shm.DefaultCapacity)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Publish([]uint64{30, 10, 20}); err != nil {
+		log.Fatal(err)
+	}
+
+	// A worker maps the same file read-only (here in the same process; a
+	// real worker gets w.File() as an inherited descriptor).
+	r, err := shm.Open(w.File())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+
+	s, err := r.Snapshot(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("keys:", s.Keys, "generation:", s.Gen)
+	fmt.Println("20 required:", s.Contains(20), "40 required:", s.Contains(40))
+
+	// The same set again does not move the generation; a new one does.
+	g1, _ := w.Publish([]uint64{10, 20, 30})
+	g2, _ := w.Publish([]uint64{10})
+	fmt.Println("generations:", g1, g2)
+	// Output:
+	// keys: [10 20 30] generation: 2
+	// 20 required: true 40 required: false
+	// generations: 2 4
+}
+
+func ExampleWindow_Publish_overflow() {
+	w, err := shm.Create(2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	_, err = w.Publish([]uint64{1, 2, 3})
+	fmt.Println(err)
+	s, _ := w.Snapshot(nil)
+	fmt.Println("overflow:", s.Overflow, "contains 99:", s.Contains(99))
+	// Output:
+	// shm: more keys than the window's capacity: 3 keys, 2 slots
+	// overflow: true contains 99: true
+}

@@ -1,0 +1,202 @@
+package shm_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/shm"
+)
+
+// The test binary is its own child process: with envRole set it plays one of
+// the roles below instead of running the tests.
+const envRole = "POOLRUN_SHM_TEST_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envRole) {
+	case "":
+		os.Exit(m.Run())
+	case "reader":
+		os.Exit(roleReader())
+	case "creator":
+		os.Exit(roleCreator(false))
+	case "creator-tempfile":
+		os.Exit(roleCreator(true))
+	case "publisher":
+		os.Exit(rolePublisher())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(envRole))
+		os.Exit(2)
+	}
+}
+
+// child starts the test binary in the given role with the extra files at
+// descriptors 3, 4, ...; its stdin is a pipe the caller may close to stop it.
+func child(t testing.TB, role string, files ...*os.File) (cmd *exec.Cmd, stdin io.WriteCloser, stdout *bufio.Reader) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe)
+	cmd.Env = append(os.Environ(), envRole+"="+role)
+	cmd.ExtraFiles = files
+	cmd.Stderr = os.Stderr
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, stdin, bufio.NewReader(out)
+}
+
+// expectLine reads one line from r and fails unless it starts with prefix.
+func expectLine(t testing.TB, r *bufio.Reader, prefix string) string {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("child: reading %q line: %v", prefix, err)
+	}
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, prefix) {
+		t.Fatalf("child said %q, want a line starting with %q", line, prefix)
+	}
+	return line
+}
+
+// testSet is the set with the given id that the torn-read test publishes:
+// ids 1 and 2 are two different full sets of 1000 keys, higher ids sets of
+// varying length. Each key carries its set's id in its high 32 bits, so a
+// reader can tell from any snapshot which set it must be.
+func testSet(id uint64) []uint64 {
+	n := 1000
+	if id > 2 {
+		n = int(id*37) % 1001
+	}
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = id<<32 | uint64(i+1)*7919
+	}
+	return keys
+}
+
+// checkTestSet reports why keys is not exactly one of the test sets.
+func checkTestSet(keys []uint64) error {
+	if len(keys) == 0 {
+		return nil // the initial set, and the sets whose length is 0
+	}
+	id := keys[0] >> 32
+	want := testSet(id)
+	if len(keys) != len(want) {
+		return fmt.Errorf("snapshot has %d keys, set %d has %d", len(keys), id, len(want))
+	}
+	for i := range keys {
+		if keys[i] != want[i] {
+			return fmt.Errorf("key %d is %#x, set %d has %#x there", i, keys[i], id, want[i])
+		}
+	}
+	return nil
+}
+
+// roleReader maps the window at descriptor 3 and snapshots it in a loop
+// until its stdin closes, checking every snapshot.
+func roleReader() int {
+	w, err := shm.Open(os.NewFile(3, "window"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reader:", err)
+		return 1
+	}
+	defer w.Close()
+	var stop atomic.Bool
+	go func() { io.Copy(io.Discard, os.Stdin); stop.Store(true) }()
+	fmt.Println("ready")
+	var (
+		buf       []uint64
+		snapshots int
+		gens      = map[uint64]bool{}
+	)
+	for !stop.Load() {
+		s, err := w.Snapshot(buf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reader: snapshot:", err)
+			return 1
+		}
+		if err := checkTestSet(s.Keys); err != nil {
+			fmt.Fprintf(os.Stderr, "reader: torn read at generation %d: %v\n", s.Gen, err)
+			return 1
+		}
+		if s.Gen%2 != 0 {
+			fmt.Fprintf(os.Stderr, "reader: odd generation %d\n", s.Gen)
+			return 1
+		}
+		gens[s.Gen] = true
+		buf = s.Keys
+		snapshots++
+	}
+	fmt.Printf("snapshots=%d retries=%d generations=%d\n", snapshots, w.Retries(), len(gens))
+	return 0
+}
+
+// roleCreator creates a window, says so, and waits to be killed.
+func roleCreator(tempFile bool) int {
+	create := shm.Create
+	if tempFile {
+		create = shm.CreateWithTempFile
+	}
+	w, err := create(0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creator:", err)
+		return 1
+	}
+	if _, err := w.Publish([]uint64{1, 2, 3}); err != nil {
+		fmt.Fprintln(os.Stderr, "creator:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Minute)
+	return 1
+}
+
+// rolePublisher creates a window, tells the parent its descriptor (which the
+// parent opens through /proc), and publishes one of two full sets every
+// 100 µs until its stdin closes.
+func rolePublisher() int {
+	w, err := shm.Create(0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "publisher:", err)
+		return 1
+	}
+	var stop atomic.Bool
+	go func() { io.Copy(io.Discard, os.Stdin); stop.Store(true) }()
+	a, b := testSet(1), testSet(2)
+	w.Publish(a)
+	fmt.Printf("fd=%d\n", w.File().Fd())
+	n := 0
+	next := time.Now()
+	for !stop.Load() {
+		set := a
+		if n%2 == 1 {
+			set = b
+		}
+		if _, err := w.Publish(set); err != nil {
+			fmt.Fprintln(os.Stderr, "publisher:", err)
+			return 1
+		}
+		n++
+		next = next.Add(100 * time.Microsecond)
+		time.Sleep(time.Until(next))
+	}
+	return 0
+}

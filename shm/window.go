@@ -1,0 +1,366 @@
+package shm
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultCapacity is the number of key slots of a window created with a
+// capacity of 0 or less.
+const DefaultCapacity = 1000
+
+// DefaultStallTimeout is how long [Window.Snapshot] waits on a sequence that
+// stays odd before it reports [ErrWriterStalled].
+const DefaultStallTimeout = 50 * time.Millisecond
+
+// createFileHook makes the backing file; tests swap it for the fallback.
+var createFileHook = createFile
+
+// maxCapacity bounds the capacity a header may claim, so that a corrupt
+// header cannot make Open compute an absurd size.
+const maxCapacity = 1 << 24
+
+// A Window is a fixed-capacity set of uint64 keys in a shared memory mapping,
+// written by one process ([Create]) and read by any number of others ([Open]).
+//
+// The methods of a Window are safe for concurrent use by multiple goroutines.
+type Window struct {
+	writable bool
+	capacity int
+	file     *os.File // the descriptor the window was created or opened with
+	roFile   *os.File // writer: a read-only descriptor of the same file, for children
+	mapping  []byte
+	h        header
+
+	// life guards the mapping: every method holds it shared while it touches
+	// the mapping, Close holds it exclusively while it unmaps.
+	life   sync.RWMutex
+	closed bool
+
+	// Writer state, guarded by wmu: the set the mapping holds, sorted.
+	wmu      sync.Mutex
+	cur      []uint64
+	overflow bool
+	scratch  []uint64
+	publish  atomic.Uint64 // number of publishes that changed the set
+
+	stallNanos atomic.Int64
+	retries    atomic.Uint64
+}
+
+// mappingSize is the length of the file and mapping of a window of the given
+// capacity: the header page and the slots, rounded up to whole pages.
+func mappingSize(capacity int) int {
+	page := os.Getpagesize()
+	n := headerSize + 8*capacity
+	return (n + page - 1) / page * page
+}
+
+// Create makes a new, empty window with room for capacity keys
+// ([DefaultCapacity] if capacity <= 0), mapped read-write for the calling
+// process, the only one that may [Window.Publish] to it.
+//
+// The backing file is an anonymous memory file where the system has one
+// (memfd on Linux), otherwise a file created exclusively with mode 0600 in
+// [os.TempDir] and unlinked at once, before it is even sized. Either way nothing is
+// left on disk once every process that holds it has exited, however it ended.
+// Hand [Window.File] to the processes that read the window.
+func Create(capacity int) (*Window, error) {
+	if capacity <= 0 {
+		capacity = DefaultCapacity
+	}
+	if capacity > maxCapacity {
+		return nil, fmt.Errorf("shm: capacity %d exceeds the maximum of %d", capacity, maxCapacity)
+	}
+	size := mappingSize(capacity)
+	f, err := createFileHook(size)
+	if err != nil {
+		return nil, err
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shm: mapping %s: %w", f.Name(), err)
+	}
+	w := &Window{writable: true, capacity: capacity, file: f, mapping: m, h: mapHeader(m, capacity)}
+	w.stallNanos.Store(int64(DefaultStallTimeout))
+	w.h.capacity.Store(uint64(capacity))
+	w.h.version.Store(layoutVersion)
+	w.h.magic.Store(magicNumber) // last: a reader that sees the magic sees the rest
+	w.roFile = reopenReadOnly(f)
+	w.cur = make([]uint64, 0, capacity)
+	return w, nil
+}
+
+// Open maps the window behind f, typically a descriptor inherited from the
+// process that created it, read-only: a write through the mapping faults.
+// Open checks the header field by field and refuses, with an error wrapping
+// [ErrCorrupt] that names the field, a file too short for a header, a wrong
+// magic number, an unknown layout version, an impossible capacity, or a size
+// that does not match the capacity.
+//
+// Open does not take ownership of f: the caller may close it once Open has
+// returned (the mapping stays valid), and [Window.Close] does not close it.
+func Open(f *os.File) (*Window, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("shm: %s: %w", f.Name(), err)
+	}
+	size := st.Size()
+	if size < headerSize {
+		return nil, fmt.Errorf("%w: %s: size %d is smaller than the %d-byte header", ErrCorrupt, f.Name(), size, headerSize)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm: mapping %s: %w", f.Name(), err)
+	}
+	h := mapHeader(m, 0)
+	fail := func(format string, args ...any) (*Window, error) {
+		unix.Munmap(m)
+		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, f.Name()}, args...)...)
+	}
+	if got := h.magic.Load(); got != magicNumber {
+		return fail("magic is %#x, want %#x", got, magicNumber)
+	}
+	if got := h.version.Load(); got != layoutVersion {
+		return fail("layout version is %d, want %d", got, layoutVersion)
+	}
+	c := h.capacity.Load()
+	if c == 0 || c > maxCapacity {
+		return fail("capacity is %d, want 1 to %d", c, maxCapacity)
+	}
+	if want := mappingSize(int(c)); size != int64(want) {
+		return fail("size is %d bytes, want %d for capacity %d", size, want, c)
+	}
+	w := &Window{capacity: int(c), mapping: m, h: mapHeader(m, int(c))}
+	w.stallNanos.Store(int64(DefaultStallTimeout))
+	return w, nil
+}
+
+// File returns a descriptor of the window's file to hand to a reader process,
+// for example in [os/exec.Cmd.ExtraFiles]. For a window made by [Create] it
+// is opened read-only where the system allows it, so a child cannot even
+// remap the window writable. The Window keeps ownership: do not close it.
+func (w *Window) File() *os.File {
+	if w.roFile != nil {
+		return w.roFile
+	}
+	return w.file
+}
+
+// Capacity returns the number of key slots.
+func (w *Window) Capacity() int { return w.capacity }
+
+// Writable reports whether this process may publish (it created the window).
+func (w *Window) Writable() bool { return w.writable }
+
+// Gen returns the current generation: the seqlock sequence, which is even
+// when no publish is under way and grows by 2 with each publish that changes
+// the set. It returns 0 after Close.
+func (w *Window) Gen() uint64 {
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return 0
+	}
+	return w.h.seq.Load()
+}
+
+// Publishes returns the number of publishes that changed the set, in this
+// process (the writer's count; 0 in a reader).
+func (w *Window) Publishes() uint64 { return w.publish.Load() }
+
+// Retries returns how many times snapshots in this process had to read
+// again because a publish was under way.
+func (w *Window) Retries() uint64 { return w.retries.Load() }
+
+// SetStallTimeout sets how long [Window.Snapshot] waits for a sequence that
+// stays odd before it reports [ErrWriterStalled]; d <= 0 restores
+// [DefaultStallTimeout]. A writer that keeps publishing is never taken for a
+// stalled one, however long it keeps the reader retrying.
+func (w *Window) SetStallTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultStallTimeout
+	}
+	w.stallNanos.Store(int64(d))
+}
+
+// Publish replaces the window's set of keys with keys, in any order and with
+// duplicates allowed (they are sorted and deduplicated; keys itself is not
+// modified), and returns the window's generation afterwards.
+//
+// Publishing the set the window already holds changes nothing and returns the
+// current generation. A key of 0 is refused with [ErrZeroKey] and nothing is
+// published. When there are more distinct keys than slots, the window is
+// marked overflowed (readers then keep everything), the generation moves on,
+// and the error wraps [ErrOverflow]; the next set that fits clears the mark.
+//
+// Only the window's creator may publish ([ErrReadOnly] otherwise). Calls are
+// serialised; each costs one atomic store per slot that changed.
+func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
+	if !w.writable {
+		return 0, ErrReadOnly
+	}
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+
+	next := append(w.scratch[:0], keys...)
+	if !slices.IsSorted(next) {
+		slices.Sort(next)
+	}
+	next = slices.Compact(next)
+	if len(next) > 0 && next[0] == 0 {
+		w.scratch = next
+		return w.h.seq.Load(), ErrZeroKey
+	}
+	over := len(next) > w.capacity
+	if over == w.overflow && slices.Equal(next, w.cur) {
+		w.scratch = next
+		gen = w.h.seq.Load()
+		if over {
+			err = fmt.Errorf("%w: %d keys, %d slots", ErrOverflow, len(next), w.capacity)
+		}
+		return gen, err
+	}
+
+	seq := w.h.seq.Load()
+	w.h.seq.Store(seq + 1) // odd: write under way
+	if over {
+		w.h.overflow.Store(1)
+		w.h.count.Store(0)
+	} else {
+		// Only slots whose content changes are stored: the writer knows what
+		// the mapping holds (w.cur, unless it was overflowed and emptied).
+		old := w.cur
+		if w.overflow {
+			old = nil
+		}
+		for i, k := range next {
+			if i >= len(old) || old[i] != k {
+				w.h.slots[i].Store(k)
+			}
+		}
+		w.h.count.Store(uint64(len(next)))
+		if w.overflow {
+			w.h.overflow.Store(0)
+		}
+	}
+	gen = seq + 2
+	w.h.seq.Store(gen) // even: readers may use what they read
+
+	w.publish.Add(1)
+	w.scratch = w.cur
+	w.cur = next
+	w.overflow = over
+	if over {
+		err = fmt.Errorf("%w: %d keys, %d slots", ErrOverflow, len(next), w.capacity)
+	}
+	return gen, err
+}
+
+// Snapshot copies the window's current set into dst (reusing its storage when
+// it has room, so a reader that passes back the previous snapshot's Keys does
+// not allocate) and returns it with its generation.
+//
+// The copy is consistent: it is exactly one published set, never a mixture
+// of two. It is made under the seqlock: read the sequence, the count and the
+// keys, read the sequence again, and retry unless both reads saw the same even
+// value. All accesses are atomic, so in terms of the Go memory model the
+// writer's final store of an even sequence is synchronised before the
+// reader's load that observes it, and every key store before it is visible.
+//
+// A sequence that stays odd for longer than the stall timeout (see
+// [Window.SetStallTimeout]) gives [ErrWriterStalled]; a writer that keeps
+// publishing only makes the reader retry.
+func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return Snapshot{}, ErrClosed
+	}
+	var (
+		stuckSeq   uint64
+		stuckSince time.Time
+		spins      int
+	)
+	for {
+		s1 := w.h.seq.Load()
+		if s1&1 == 0 {
+			n := w.h.count.Load()
+			over := w.h.overflow.Load() != 0
+			if n <= uint64(w.capacity) {
+				if uint64(cap(dst)) < n {
+					dst = make([]uint64, n, w.capacity)
+				}
+				dst = dst[:n]
+				slots := w.h.slots[:n]
+				for i := range slots {
+					dst[i] = slots[i].Load()
+				}
+			}
+			if w.h.seq.Load() == s1 {
+				if n > uint64(w.capacity) {
+					return Snapshot{}, fmt.Errorf("%w: count %d exceeds capacity %d", ErrCorrupt, n, w.capacity)
+				}
+				return Snapshot{Gen: s1, Keys: dst, Overflow: over}, nil
+			}
+		}
+		w.retries.Add(1)
+		// A write is under way (or finished while we read). Spin briefly, then
+		// yield, and measure time only on a sequence that does not move.
+		spins++
+		if spins < 64 {
+			continue
+		}
+		if s1&1 == 1 {
+			now := time.Now()
+			if s1 != stuckSeq || stuckSince.IsZero() {
+				stuckSeq, stuckSince = s1, now
+			} else if now.Sub(stuckSince) > time.Duration(w.stallNanos.Load()) {
+				return Snapshot{}, fmt.Errorf("%w: sequence %d unchanged for %v", ErrWriterStalled, s1, now.Sub(stuckSince).Round(time.Millisecond))
+			}
+			if spins > 256 {
+				time.Sleep(50 * time.Microsecond)
+				continue
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
+// Close unmaps the window and, for the writer, closes its file; the memory is
+// released when the last process holding it exits or closes it. Close waits
+// for calls under way in other goroutines; later calls return [ErrClosed].
+// Closing twice is harmless.
+func (w *Window) Close() error {
+	w.life.Lock()
+	defer w.life.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := unix.Munmap(w.mapping)
+	w.mapping = nil
+	w.h = header{}
+	if w.roFile != nil {
+		w.roFile.Close()
+	}
+	if w.writable {
+		if cerr := w.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
