@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+)
+
+// job is the untyped record of a queued job. Its fields are guarded by the
+// pool's mutex, except status (atomic, for lock-free reads) and the fields
+// set once before done is closed.
+type job struct {
+	pool   *Pool
+	id     int
+	fn     *funcEntry
+	arg    []byte
+	argErr error
+	keys   []uint64
+	labels map[string]string
+
+	deps       []*job
+	dependents []*job
+	waiting    int // dependencies that have not succeeded yet
+
+	status atomic.Int32
+	worker int
+	err    error
+	result []byte
+
+	added, started, ended time.Time
+	done                  chan struct{}
+}
+
+func (j *job) Status() Status { return Status(j.status.Load()) }
+
+// A Dep is something a job can depend on: a [*Job] of the same pool.
+type Dep interface {
+	job() *job
+}
+
+// A Job is a queued call of a registered function. Its methods are safe for
+// concurrent use.
+type Job[R any] struct {
+	j       *job
+	decode  sync.Once
+	val     R
+	decErr  error
+	decoded bool
+}
+
+func (j *Job[R]) job() *job { return j.j }
+
+// ID returns the job's number in its pool, from 1 in the order of [Queue].
+func (j *Job[R]) ID() int { return j.j.id }
+
+// Status returns the job's current status.
+func (j *Job[R]) Status() Status { return j.j.Status() }
+
+// Done returns a channel that is closed when the job's status is final.
+func (j *Job[R]) Done() <-chan struct{} { return j.j.done }
+
+// Result returns the job's value once it Succeeded. Otherwise the value is
+// R's zero value and the error says why there is none: [ErrNotRun] (wrapped)
+// while the job has not finished, or the error it failed, was cancelled or
+// was aborted with.
+func (j *Job[R]) Result() (R, error) {
+	var zero R
+	switch st := j.Status(); {
+	case !st.Done():
+		return zero, fmt.Errorf("job %d is %s: %w", j.j.id, st, ErrNotRun)
+	case st != Succeeded:
+		return zero, j.j.err
+	}
+	j.decode.Do(func() {
+		if err := decodeValue(j.j.result, &j.val); err != nil {
+			j.decErr = fmt.Errorf("job %d (%s): decoding the result (%T): %w", j.j.id, j.j.fn.name, zero, err)
+		}
+	})
+	if j.decErr != nil {
+		return zero, j.decErr
+	}
+	return j.val, nil
+}
+
+// Times returns when the job was queued, when it started and when it ended
+// (zero where that has not happened). Start and end are measured by the
+// worker that ran it.
+func (j *Job[R]) Times() (queued, started, ended time.Time) {
+	p := j.j.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return j.j.added, j.j.started, j.j.ended
+}
+
+// Worker returns the worker the job was sent to, from 1 (0 if none yet).
+func (j *Job[R]) Worker() int {
+	p := j.j.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return j.j.worker
+}
+
+// Cancel cancels a job that has not started: it becomes Cancelled, with
+// reason as its error, and its dependents are cancelled in turn. A job that
+// is running or finished is left alone and Cancel returns an error wrapping
+// [ErrNotCancellable].
+func (j *Job[R]) Cancel(reason string) error {
+	p := j.j.pool
+	p.mu.Lock()
+	st := j.j.Status()
+	if st != Pending && st != Queued {
+		p.mu.Unlock()
+		return fmt.Errorf("job %d (%s) is %s: %w", j.j.id, j.j.fn.name, st, ErrNotCancellable)
+	}
+	p.finish(j.j, Cancelled, &CancelledError{Reason: reason})
+	p.mu.Unlock()
+	p.kick()
+	return nil
+}
+
+// A CancelledError is the error of a job cancelled with [Job.Cancel].
+type CancelledError struct{ Reason string }
+
+func (e *CancelledError) Error() string { return "cancelled: " + e.Reason }
+
+// A JobOption configures one queued job.
+type JobOption func(*jobOptions)
+
+type jobOptions struct {
+	deps   []Dep
+	items  []cachepool.Handle
+	labels map[string]string
+}
+
+// After makes the job wait until every dep has succeeded; if one fails, is
+// cancelled or is aborted, the job is cancelled with an error wrapping
+// [ErrDependencyFailed]. Every dep must belong to the same pool.
+func After(deps ...Dep) JobOption {
+	return func(o *jobOptions) { o.deps = append(o.deps, deps...) }
+}
+
+// Needs declares cache items this job needs, on top of those its function
+// declares with [Uses]. The items stay listed in the pool's window, and so
+// stay cached in the workers that built them, until the job has finished.
+func Needs(items ...cachepool.Handle) JobOption {
+	return func(o *jobOptions) { o.items = append(o.items, items...) }
+}
+
+// Label attaches a key and value to the job, shown in events, errors and
+// reports.
+func Label(key, value string) JobOption {
+	return func(o *jobOptions) {
+		if o.labels == nil {
+			o.labels = map[string]string{}
+		}
+		o.labels[key] = value
+	}
+}
+
+// Queue adds a call of fn with arg to the pool and returns the job. It is
+// safe to call from any goroutine, before and during [Pool.Run] (from a job
+// listener or a scheduler, see [Pool.Go]). A job queued after Run has
+// returned is Cancelled at once with [ErrPoolClosed].
+//
+// The argument is encoded at once; if it cannot be, the job fails with that
+// error when it would have run. Queue panics if a dependency belongs to
+// another pool.
+func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] {
+	if p == nil || fn == nil {
+		panic("engine: Queue with a nil pool or function")
+	}
+	var o jobOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	j := &job{pool: p, fn: fn.e, labels: o.labels, done: make(chan struct{})}
+	j.arg, j.argErr = encodeValue(arg)
+	if j.argErr != nil {
+		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)
+	}
+	j.keys = fn.e.keys
+	if len(o.items) > 0 {
+		j.keys = slices.Concat(fn.e.keys, handleKeys(o.items))
+		slices.Sort(j.keys)
+		j.keys = slices.Compact(j.keys)
+	}
+	for _, d := range o.deps {
+		dj := d.job()
+		if dj.pool != p {
+			panic(fmt.Sprintf("engine: After: job %d belongs to another pool", dj.id))
+		}
+		j.deps = append(j.deps, dj)
+	}
+	p.add(j)
+	return &Job[R]{j: j}
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,296 @@
+package engine
+
+// The wire protocol between the parent and a worker process; PROTOCOL.md
+// describes it for people.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+)
+
+const (
+	protoMagic   = "POOLRUN\x00"
+	protoVersion = 1
+
+	// maxFrame bounds one frame's payload, so that a corrupt length cannot
+	// make a reader allocate without limit.
+	maxFrame = 1 << 30
+)
+
+// Frame kinds. Parent to worker: hello, job, stop. Worker to parent: hello,
+// done, bye.
+const (
+	frameHello byte = 1 + iota
+	frameJob
+	frameStop
+	frameDone
+	frameBye
+)
+
+// Outcomes of a job, in a done frame.
+const (
+	outcomeOK byte = iota
+	outcomeError
+	outcomePanic
+)
+
+// task is a job as a worker sees it.
+type task struct {
+	id   uint64
+	gen  uint64 // the worker must see at least this window generation
+	fn   string
+	arg  []byte
+	keys []uint64 // unused on the wire; the local worker's copy of the job's items
+}
+
+// reply is a worker's report of one finished job, or of its end (bye).
+type reply struct {
+	kind    byte
+	id      uint64
+	outcome byte
+	start   time.Time
+	elapsed time.Duration
+	payload []byte // result (gob) for outcomeOK, message otherwise
+	stack   []byte // outcomePanic only
+	stats   cachepool.Stats
+	evicted int // items evicted before this job ran
+}
+
+// enc appends the fields of a frame to a buffer.
+type enc struct{ b []byte }
+
+func (e *enc) begin(kind byte) int {
+	at := len(e.b)
+	e.b = append(e.b, 0, 0, 0, 0, kind)
+	return at
+}
+
+func (e *enc) end(at int) {
+	binary.LittleEndian.PutUint32(e.b[at:], uint32(len(e.b)-at-5))
+}
+
+func (e *enc) uint(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) int(v int64)     { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) bytes(v []byte)  { e.uint(uint64(len(v))); e.b = append(e.b, v...) }
+func (e *enc) string(v string) { e.uint(uint64(len(v))); e.b = append(e.b, v...) }
+
+func (e *enc) stats(s cachepool.Stats) {
+	e.uint(s.Hits)
+	e.uint(s.Misses)
+	e.uint(s.Evictions)
+	e.uint(uint64(s.Resident))
+	e.int(s.Bytes)
+	e.int(s.PeakBytes)
+	e.int(int64(s.BuildTime))
+}
+
+func (e *enc) hello(index int) {
+	at := e.begin(frameHello)
+	e.b = append(e.b, protoMagic...)
+	e.uint(protoVersion)
+	e.uint(uint64(index))
+	e.end(at)
+}
+
+func (e *enc) job(t *task) {
+	at := e.begin(frameJob)
+	e.uint(t.id)
+	e.uint(t.gen)
+	e.string(t.fn)
+	e.bytes(t.arg)
+	e.end(at)
+}
+
+func (e *enc) stop() { e.end(e.begin(frameStop)) }
+
+func (e *enc) done(r *reply) {
+	at := e.begin(frameDone)
+	e.uint(r.id)
+	e.b = append(e.b, r.outcome)
+	e.int(r.start.UnixNano())
+	e.int(int64(r.elapsed))
+	e.bytes(r.payload)
+	e.bytes(r.stack)
+	e.uint(uint64(r.evicted))
+	e.stats(r.stats)
+	e.end(at)
+}
+
+func (e *enc) bye(s cachepool.Stats) {
+	at := e.begin(frameBye)
+	e.stats(s)
+	e.end(at)
+}
+
+// dec reads the fields of one frame's payload.
+type dec struct {
+	b   []byte
+	err error
+}
+
+var errShortFrame = errors.New("engine: protocol: truncated frame")
+
+func (d *dec) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) int() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) byte() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+// bytes returns a copy: frames are read into a reused buffer.
+func (d *dec) bytes() []byte {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := make([]byte, n)
+	copy(v, d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) string() string {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	v := string(d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) raw(n int) []byte {
+	if n > len(d.b) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) fail() {
+	if d.err == nil {
+		d.err = errShortFrame
+	}
+	d.b = nil
+}
+
+func (d *dec) stats() cachepool.Stats {
+	return cachepool.Stats{
+		Hits:      d.uint(),
+		Misses:    d.uint(),
+		Evictions: d.uint(),
+		Resident:  int(d.uint()),
+		Bytes:     d.int(),
+		PeakBytes: d.int(),
+		BuildTime: time.Duration(d.int()),
+	}
+}
+
+// hello checks a hello frame's payload and returns the number it carries.
+func (d *dec) hello() (uint64, error) {
+	if m := d.raw(len(protoMagic)); string(m) != protoMagic {
+		return 0, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
+	}
+	if v := d.uint(); v != protoVersion {
+		return 0, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
+	}
+	n := d.uint()
+	return n, d.err
+}
+
+func (d *dec) job() (*task, error) {
+	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
+	return t, d.err
+}
+
+func (d *dec) done() (*reply, error) {
+	r := &reply{kind: frameDone, id: d.uint(), outcome: d.byte()}
+	r.start = time.Unix(0, d.int())
+	r.elapsed = time.Duration(d.int())
+	r.payload = d.bytes()
+	r.stack = d.bytes()
+	r.evicted = int(d.uint())
+	r.stats = d.stats()
+	return r, d.err
+}
+
+// frameReader reads frames from a stream.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next frame's kind and payload; the payload is valid until
+// the following call. It returns io.EOF at a clean end of stream.
+func (fr *frameReader) next() (byte, *dec, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = errShortFrame
+		}
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[:4])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("engine: protocol: frame of %d bytes exceeds the limit", n)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n)
+	}
+	fr.buf = fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
+		return 0, nil, errShortFrame
+	}
+	return h[4], &dec{b: fr.buf}, nil
+}
+
+// buffered reports whether a whole frame is already buffered, so that
+// reading it will not block.
+func (fr *frameReader) buffered() bool {
+	n := fr.r.Buffered()
+	if n < 5 {
+		return false
+	}
+	h, _ := fr.r.Peek(5)
+	return n >= 5+int(binary.LittleEndian.Uint32(h[:4]))
+}
