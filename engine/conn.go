@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/shm"
-	"golang.org/x/sys/unix"
 )
 
 // conn is the scheduler's side of one worker: it sends frames stamped with
@@ -204,20 +204,21 @@ func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, out chan<- msg
 	if err != nil {
 		return nil, fmt.Errorf("engine: finding this program to start workers: %w", err)
 	}
-	// Blocking pipes: the worker and the conn goroutines read and write them
-	// with plain system calls, cheaper than the network poller for a pipe
-	// that is always busy.
-	var jobs, replies [2]int
-	if err := unix.Pipe2(jobs[:], unix.O_CLOEXEC); err != nil {
+	// The parent's ends are non-blocking (its goroutines wait in the network
+	// poller, holding no thread); exec hands the worker its ends in blocking
+	// mode, which suits a process that does one thing at a time.
+	jobsR, jobsW, err := os.Pipe()
+	if err != nil {
 		return nil, fmt.Errorf("engine: pipe: %w", err)
 	}
-	if err := unix.Pipe2(replies[:], unix.O_CLOEXEC); err != nil {
-		unix.Close(jobs[0])
-		unix.Close(jobs[1])
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		jobsR.Close()
+		jobsW.Close()
 		return nil, fmt.Errorf("engine: pipe: %w", err)
 	}
-	jobsR, jobsW := os.NewFile(uintptr(jobs[0]), "jobs-r"), os.NewFile(uintptr(jobs[1]), "jobs-w")
-	repR, repW := os.NewFile(uintptr(replies[0]), "replies-r"), os.NewFile(uintptr(replies[1]), "replies-w")
+	setPipeSize(jobsW)
+	setPipeSize(repW)
 
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
@@ -265,7 +266,7 @@ func startLocal(slot *workerSlot, win *shm.Window, cache *cachepool.Cache, out c
 	c.cancel = cancel
 	c.served = make(chan error, 1)
 	go func() {
-		err := serve(ctx, jobsR, repW, win, cache)
+		err := serve(ctx, jobsR, repW, win, cache, new(atomic.Bool))
 		jobsR.Close()
 		repW.Close()
 		c.served <- err

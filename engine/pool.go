@@ -23,13 +23,16 @@ const (
 	startTimeout = 30 * time.Second
 )
 
-// Dispatch: a worker is sent a job while it still runs others only when all
+// Dispatch: a worker is sent a job while it still has others only when all
 // of those are of functions whose jobs take less than fastJob on average,
-// and never more than maxInFlight at once; long jobs go one at a time to
-// whichever worker is free.
+// and together about less than inFlightBudget, and never more than
+// maxInFlight at once. Short jobs thus stream to a worker without waiting
+// for a round trip each; long jobs go one at a time to whichever worker is
+// free, so none waits behind another's long job.
 const (
-	fastJob     = 200 * time.Microsecond
-	maxInFlight = 8
+	fastJob        = 200 * time.Microsecond
+	inFlightBudget = time.Millisecond
+	maxInFlight    = 64
 )
 
 // An Option configures a pool.

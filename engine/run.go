@@ -238,6 +238,7 @@ func (r *run) dispatchLocked() {
 		s.frames.job(&task{id: uint64(j.id), gen: gen, fn: j.fn.name, arg: j.arg})
 	}
 	p.queue = p.queue[:copy(p.queue, p.queue[i:])]
+
 	for _, s := range p.slots {
 		if len(s.frames.b) > 0 {
 			s.c.send(s.frames.b)
@@ -271,12 +272,15 @@ func (r *run) canTakeLocked(s *workerSlot) bool {
 	if len(s.inflight) >= maxInFlight {
 		return false
 	}
+	var queued time.Duration
 	for _, j := range s.inflight {
-		if t, ok := r.p.fnTime[j.fn]; !ok || t >= fastJob {
+		t, ok := r.p.fnTime[j.fn]
+		if !ok || t >= fastJob {
 			return false
 		}
+		queued += t
 	}
-	return true
+	return queued < inFlightBudget
 }
 
 // handleLocked takes one message from a worker. p.mu is held.

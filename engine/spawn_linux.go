@@ -3,9 +3,12 @@
 package engine
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // workerSysProcAttr: a worker gets SIGTERM when its parent dies, and its own
@@ -48,3 +51,11 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 }
 
 func (s *spawner) close() { close(s.reqs) }
+
+// setPipeSize enlarges a pipe to 1 MiB (the default limit for unprivileged
+// processes), so that a burst of job frames rarely makes a writer wait.
+func setPipeSize(f *os.File) {
+	if sc, err := f.SyscallConn(); err == nil {
+		sc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+	}
+}

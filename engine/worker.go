@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -79,18 +81,27 @@ func serveProcess(version string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	cache := cachepool.Default()
+	var idle atomic.Bool
+	var once sync.Once
 	stop := func() {
-		cancel()
-		// Give the running job the grace period to return; then run the
-		// cleanups (for at most a little longer) and exit anyway.
-		time.AfterFunc(workerExitGrace, func() {
-			cleared := make(chan struct{})
-			go func() { cache.Clear(); close(cleared) }()
-			select {
-			case <-cleared:
-			case <-time.After(workerExitGrace / 2):
+		once.Do(func() {
+			cancel()
+			if idle.Load() {
+				// Waiting for a job: nothing to let finish.
+				cache.Clear()
+				os.Exit(0)
 			}
-			os.Exit(1)
+			// Give the running job the grace period to return; then run the
+			// cleanups (for at most a little longer) and exit anyway.
+			time.AfterFunc(workerExitGrace, func() {
+				cleared := make(chan struct{})
+				go func() { cache.Clear(); close(cleared) }()
+				select {
+				case <-cleared:
+				case <-time.After(workerExitGrace / 2):
+				}
+				os.Exit(1)
+			})
 		})
 	}
 	go func() {
@@ -98,7 +109,7 @@ func serveProcess(version string) int {
 		stop()
 	}()
 	go watchParent(stop)
-	err = serve(ctx, in, out, win, cache)
+	err = serve(ctx, in, out, win, cache, &idle)
 	cache.Clear()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "poolrun worker:", err)
@@ -215,8 +226,11 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 // serve is a worker's loop, the same in a worker process and in serial mode:
 // answer the handshake, then run each job frame in order and reply to it,
 // until a stop frame (clear the cache, say goodbye) or the end of the input
-// (the parent is gone). It returns ctx.Err() when ctx ends first.
-func serve(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache) error {
+// (the parent is gone). It returns ctx.Err() when ctx has ended after a job.
+//
+// idle is set while serve waits for the parent with nothing to do, so that
+// a signal handler may end the process at once.
+func serve(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache, idle *atomic.Bool) error {
 	fr := newFrameReader(in)
 	kind, d, err := fr.next()
 	if err != nil {
@@ -234,68 +248,42 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, win windowView, cac
 		return err
 	}
 
-	// A reader goroutine turns frames into tasks, so that the loop below
-	// can also watch ctx while it waits.
-	tasks := make(chan *task, 64)
-	readErr := make(chan error, 1)
-	go func() {
-		defer close(tasks)
-		for {
-			kind, d, err := fr.next()
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
-			switch kind {
-			case frameJob:
-				t, err := d.job()
-				if err != nil {
-					readErr <- err
-					return
-				}
-				tasks <- t
-			case frameStop:
-				readErr <- nil
-				tasks <- nil
-				return
-			default:
-				readErr <- fmt.Errorf("engine: protocol: unexpected frame of kind %d", kind)
-				return
-			}
-		}
-	}()
-
 	r := &runner{win: win, cache: cache}
 	for {
-		var t *task
-		var ok bool
-		select {
-		case t, ok = <-tasks:
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !ok {
-			// End of input: the parent is gone or closed the pipe.
-			return <-readErr
+		if !fr.buffered() {
+			idle.Store(true)
 		}
-		if t == nil { // stop
+		kind, d, err := fr.next()
+		idle.Store(false)
+		if err == io.EOF {
+			return nil // the parent is gone or closed the pipe
+		}
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case frameJob:
+			t, err := d.job()
+			if err != nil {
+				return err
+			}
+			rep := r.run(ctx, t)
+			e.b = e.b[:0]
+			e.done(rep)
+			if _, err := out.Write(e.b); err != nil {
+				return err
+			}
+		case frameStop:
 			cache.Clear()
 			e.b = e.b[:0]
 			e.bye(cache.Stats())
 			_, err := out.Write(e.b)
 			return err
-		}
-		rep := r.run(ctx, t)
-		e.b = e.b[:0]
-		e.done(rep)
-		if _, err := out.Write(e.b); err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		default:
+			return fmt.Errorf("engine: protocol: unexpected frame of kind %d", kind)
 		}
 	}
 }
