@@ -396,6 +396,18 @@ func (r *run) shutdown(err error) {
 	p.mu.Lock()
 	p.setState(PoolStopping)
 	if err != nil {
+		for _, s := range p.slots {
+			for i, j := range s.inflight {
+				if j.Status() != Running {
+					continue
+				}
+				if i == 0 {
+					p.finish(j, Aborted, fmt.Errorf("%w: worker %d was stopped: %w", errStopped, s.index, err))
+				} else {
+					p.finish(j, Cancelled, fmt.Errorf("pool stopped: %w", err))
+				}
+			}
+		}
 		for _, j := range p.jobs {
 			if st := j.Status(); st == Pending || st == Queued {
 				p.finish(j, Cancelled, fmt.Errorf("pool stopped: %w", err))

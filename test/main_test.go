@@ -4,13 +4,25 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
 )
 
+// envRole makes the test binary play a part instead of running the tests.
+const envRole = "POOLRUN_TEST_ROLE"
+
 func TestMain(m *testing.M) {
 	engine.Init()
-	os.Exit(m.Run())
+	switch role := os.Getenv(envRole); role {
+	case "":
+		os.Exit(m.Run())
+	case "parent":
+		os.Exit(roleParent())
+	default:
+		fmt.Fprintln(os.Stderr, "unknown role", role)
+		os.Exit(2)
+	}
 }

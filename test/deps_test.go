@@ -1,0 +1,245 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// span is what a stamping job records: when it started and ended, by the
+// clock of the process that ran it (all processes share the host's clock).
+type span struct {
+	Start, End int64
+	PID        int
+}
+
+var stamp = engine.Register("test.stamp", func(ctx context.Context, sleep time.Duration) (span, error) {
+	s := span{Start: time.Now().UnixNano(), PID: os.Getpid()}
+	select {
+	case <-time.After(sleep):
+	case <-ctx.Done():
+		return s, ctx.Err()
+	}
+	s.End = time.Now().UnixNano()
+	return s, nil
+})
+
+var fail = engine.Register("test.fail", func(ctx context.Context, msg string) (struct{}, error) {
+	return struct{}{}, errors.New(msg)
+})
+
+// touch creates the file at path: proof that the job ran.
+var touch = engine.Register("test.touch", func(ctx context.Context, path string) (struct{}, error) {
+	return struct{}{}, os.WriteFile(path, nil, 0o600)
+})
+
+func TestDependencyOrder(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		p := engine.New(engine.Workers(workers))
+		a := engine.Queue(p, stamp, 30*time.Millisecond)
+		b := engine.Queue(p, stamp, 20*time.Millisecond)
+		c := engine.Queue(p, stamp, 0, engine.After(a, b))
+		d := engine.Queue(p, stamp, 10*time.Millisecond, engine.After(c))
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		res := map[string]span{}
+		for name, j := range map[string]*engine.Job[span]{"a": a, "b": b, "c": c, "d": d} {
+			s, err := j.Result()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			res[name] = s
+		}
+		for _, e := range [][2]string{{"a", "c"}, {"b", "c"}, {"c", "d"}} {
+			dep, dependent := res[e[0]], res[e[1]]
+			if dependent.Start < dep.End {
+				t.Errorf("%s started %v before its dependency %s ended", e[1], time.Duration(dep.End-dependent.Start), e[0])
+			}
+		}
+	})
+}
+
+func TestDependencyFailure(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		p := engine.New(engine.Workers(workers))
+		dir := t.TempDir()
+		bad := engine.Queue(p, fail, "broken input")
+		dep := engine.Queue(p, touch, filepath.Join(dir, "dep"), engine.After(bad))
+		depdep := engine.Queue(p, touch, filepath.Join(dir, "depdep"), engine.After(dep))
+		indep := engine.Queue(p, square, 3)
+		err := p.Run(context.Background())
+		var je *engine.JobError
+		if !errors.As(err, &je) || je.JobID != bad.ID() {
+			t.Fatalf("Run() = %v, want the failure of job %d", err, bad.ID())
+		}
+		if strings.Count(err.Error(), "job ") != 1 {
+			t.Errorf("Run() lists cancelled dependents too: %v", err)
+		}
+		for _, j := range []*engine.Job[struct{}]{dep, depdep} {
+			if j.Status() != engine.Cancelled {
+				t.Errorf("dependent job %d: %v, want cancelled", j.ID(), j.Status())
+			}
+			_, err := j.Result()
+			if !errors.Is(err, engine.ErrDependencyFailed) {
+				t.Errorf("dependent job %d: error %v, want ErrDependencyFailed", j.ID(), err)
+			}
+		}
+		if _, err := dep.Result(); !strings.Contains(err.Error(), "job 1 (test.fail) failed") {
+			t.Errorf("error does not name the dependency: %v", err)
+		}
+		if _, err := depdep.Result(); !strings.Contains(err.Error(), "job 2 (test.touch) cancelled") {
+			t.Errorf("error does not name the dependency: %v", err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("cancelled jobs ran: %v", entries)
+		}
+		if v, err := indep.Result(); err != nil || v != 9 {
+			t.Errorf("independent job: %d, %v", v, err)
+		}
+	})
+}
+
+func TestCancel(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		dir := t.TempDir()
+		p := engine.New(engine.Workers(workers))
+		long := engine.Queue(p, stamp, 300*time.Millisecond)
+		queued := engine.Queue(p, touch, filepath.Join(dir, "queued"))
+		after := engine.Queue(p, touch, filepath.Join(dir, "after"), engine.After(queued))
+		if err := queued.Cancel("not wanted"); err != nil {
+			t.Fatalf("Cancel before Run: %v", err)
+		}
+		var runningErr error
+		p.Go(func(ctx context.Context) error {
+			for long.Status() != engine.Running {
+				time.Sleep(time.Millisecond)
+			}
+			runningErr = long.Cancel("too late")
+			return nil
+		})
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(runningErr, engine.ErrNotCancellable) {
+			t.Errorf("Cancel of a running job: %v, want ErrNotCancellable", runningErr)
+		}
+		if err := long.Cancel("finished"); !errors.Is(err, engine.ErrNotCancellable) {
+			t.Errorf("Cancel of a finished job: %v, want ErrNotCancellable", err)
+		}
+		if long.Status() != engine.Succeeded {
+			t.Errorf("long job: %v", long.Status())
+		}
+		_, err := queued.Result()
+		var ce *engine.CancelledError
+		if queued.Status() != engine.Cancelled || !errors.As(err, &ce) || ce.Reason != "not wanted" {
+			t.Errorf("cancelled job: %v, %v", queued.Status(), err)
+		}
+		if _, err := after.Result(); !errors.Is(err, engine.ErrDependencyFailed) {
+			t.Errorf("dependent of the cancelled job: %v", err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("cancelled jobs ran: %v", entries)
+		}
+	})
+}
+
+func TestFailFast(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		dir := t.TempDir()
+		p := engine.New(engine.Workers(workers), engine.FailFast())
+		bad := engine.Queue(p, fail, "first failure")
+		var rest []*engine.Job[struct{}]
+		for i := range 50 {
+			// After a slow job, so that none of them can start before the
+			// failure is known.
+			slow := engine.Queue(p, stamp, 50*time.Millisecond)
+			rest = append(rest, engine.Queue(p, touch, filepath.Join(dir, string(rune('a'+i%26))+strings.Repeat("x", i/26)), engine.After(slow)))
+		}
+		err := p.Run(context.Background())
+		var je *engine.JobError
+		if !errors.As(err, &je) || je.JobID != bad.ID() {
+			t.Fatalf("Run() = %v, want the first failure", err)
+		}
+		for _, j := range rest {
+			if j.Status() != engine.Cancelled {
+				t.Fatalf("job %d after the failure: %v, want cancelled", j.ID(), j.Status())
+			}
+			if _, err := j.Result(); !errors.Is(err, engine.ErrFailFast) && !errors.Is(err, engine.ErrDependencyFailed) {
+				t.Errorf("job %d: %v, want ErrFailFast", j.ID(), err)
+			}
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%d jobs ran after the failure", len(entries))
+		}
+	})
+}
+
+func TestQueueAfterRun(t *testing.T) {
+	p := engine.New(engine.Workers(0))
+	engine.Queue(p, square, 1)
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j := engine.Queue(p, square, 2)
+	if _, err := j.Result(); !errors.Is(err, engine.ErrPoolClosed) || j.Status() != engine.Cancelled {
+		t.Errorf("job queued after Run: %v, %v; want cancelled with ErrPoolClosed", j.Status(), err)
+	}
+	if err := p.Run(context.Background()); err == nil {
+		t.Error("second Run succeeded")
+	}
+}
+
+func TestTwoPools(t *testing.T) {
+	for i := range 2 {
+		p := engine.New(engine.Workers(2))
+		j := engine.Queue(p, square, i+5)
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatalf("pool %d: %v", i, err)
+		}
+		if v, _ := j.Result(); v != (i+5)*(i+5) {
+			t.Errorf("pool %d: %d", i, v)
+		}
+	}
+}
+
+func TestScheduler(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		p := engine.New(engine.Workers(workers))
+		var jobs []*engine.Job[int]
+		p.Go(func(ctx context.Context) error {
+			first := engine.Queue(p, square, 2)
+			// Wait for a result, then queue more: jobs added while the
+			// pool runs.
+			<-first.Done()
+			v, err := first.Result()
+			if err != nil {
+				return err
+			}
+			for i := range 10 {
+				jobs = append(jobs, engine.Queue(p, square, v+i))
+			}
+			return nil
+		})
+		p.Go(func(ctx context.Context) error { return errors.New("cannot read the plan") })
+		err := p.Run(context.Background())
+		var je *engine.JobError
+		if !errors.As(err, &je) || je.Func != "scheduler" || !strings.Contains(err.Error(), "cannot read the plan") {
+			t.Fatalf("Run() = %v, want the scheduler's error", err)
+		}
+		if len(jobs) != 10 {
+			t.Fatalf("scheduler queued %d jobs", len(jobs))
+		}
+		for i, j := range jobs {
+			if v, err := j.Result(); err != nil || v != (4+i)*(4+i) {
+				t.Errorf("job %d: %d, %v", j.ID(), v, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,132 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// recorder collects a pool's events.
+type recorder struct {
+	mu     sync.Mutex
+	events []engine.Event
+}
+
+func (r *recorder) add(e engine.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// statuses returns, per job id, the statuses it went through, starting with
+// the one it was added with.
+func (r *recorder) statuses(t *testing.T) map[int][]engine.Status {
+	t.Helper()
+	seq := map[int][]engine.Status{}
+	for _, e := range r.events {
+		switch e.Kind {
+		case engine.JobAdded:
+			if _, dup := seq[e.JobID]; dup {
+				t.Errorf("job %d added twice", e.JobID)
+			}
+			seq[e.JobID] = []engine.Status{e.New}
+		case engine.JobStatus:
+			s, ok := seq[e.JobID]
+			if !ok {
+				t.Errorf("status event for job %d before it was added", e.JobID)
+				continue
+			}
+			if last := s[len(s)-1]; e.Old != last {
+				t.Errorf("job %d went from %v to %v, but its last status was %v", e.JobID, e.Old, e.New, last)
+			}
+			seq[e.JobID] = append(s, e.New)
+		}
+	}
+	return seq
+}
+
+func TestEvents(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		var rec recorder
+		p := engine.New(engine.Workers(workers), engine.OnEvent(rec.add))
+		a := engine.Queue(p, square, 2, engine.Label("step", "a"))
+		b := engine.Queue(p, fail, "no", engine.After(a))
+		c := engine.Queue(p, square, 3, engine.After(b))
+		p.Run(context.Background())
+
+		want := map[int][]engine.Status{
+			a.ID(): {engine.Pending, engine.Queued, engine.Running, engine.Succeeded},
+			b.ID(): {engine.Pending, engine.Queued, engine.Running, engine.Failed},
+			c.ID(): {engine.Pending, engine.Cancelled},
+		}
+		got := rec.statuses(t)
+		for id, w := range want {
+			if !slices.Equal(got[id], w) {
+				t.Errorf("job %d: statuses %v, want %v", id, got[id], w)
+			}
+		}
+		var pool []engine.PoolState
+		for i, e := range rec.events {
+			if i > 0 && e.Time.Before(rec.events[i-1].Time) {
+				t.Errorf("event %d is earlier than the one before it", i)
+			}
+			if e.Kind == engine.PoolStatus {
+				pool = append(pool, e.Pool)
+			}
+			if e.JobID == a.ID() && e.Labels["step"] != "a" {
+				t.Errorf("event %d of job a lacks its label: %+v", i, e)
+			}
+			if e.Kind == engine.JobStatus && e.New == engine.Running && e.Worker == 0 {
+				t.Errorf("running event without a worker: %+v", e)
+			}
+		}
+		wantPool := []engine.PoolState{engine.PoolStarting, engine.PoolRunning, engine.PoolStopping, engine.PoolClosed}
+		if !slices.Equal(pool, wantPool) {
+			t.Errorf("pool states %v, want %v", pool, wantPool)
+		}
+		last := rec.events[len(rec.events)-1]
+		if last.Counts[engine.Succeeded] != 1 || last.Counts[engine.Failed] != 1 || last.Counts[engine.Cancelled] != 1 || last.Total() != 3 {
+			t.Errorf("final counts %v", last.Counts)
+		}
+	})
+}
+
+func TestTicks(t *testing.T) {
+	var rec recorder
+	p := engine.New(engine.Workers(1), engine.OnEvent(rec.add), engine.Tick(20*time.Millisecond))
+	engine.Queue(p, stamp, 300*time.Millisecond)
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ticks := 0
+	var running bool
+	for _, e := range rec.events {
+		if e.Kind == engine.JobStatus {
+			running = e.New == engine.Running
+		}
+		if e.Kind == engine.TickEvent && running {
+			ticks++
+		}
+	}
+	// 300 ms at one tick per 20 ms of silence: about 15; the machine may be
+	// slow, so ask for a few.
+	if ticks < 3 {
+		t.Errorf("%d ticks while a 300 ms job ran, want several", ticks)
+	}
+	t.Logf("%d ticks", ticks)
+}
+
+// describe prints events for failure messages.
+func describe(evs []engine.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%v job=%d %v->%v\n", e.Kind, e.JobID, e.Old, e.New)
+	}
+	return b.String()
+}

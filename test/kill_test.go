@@ -1,0 +1,180 @@
+package test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// killSelf kills its own worker process with SIGKILL in the middle of a job.
+var killSelf = engine.Register("test.killself", func(ctx context.Context, _ struct{}) (struct{}, error) {
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	time.Sleep(time.Minute)
+	return struct{}{}, nil
+})
+
+func TestWorkerKilled(t *testing.T) {
+	p := engine.New(engine.Workers(2))
+	victim := engine.Queue(p, killSelf, struct{}{})
+	var rest []*engine.Job[int]
+	for i := range 50 {
+		rest = append(rest, engine.Queue(p, square, i))
+	}
+	after := engine.Queue(p, square, 100, engine.After(rest[10]))
+	err := p.Run(context.Background())
+	if !errors.Is(err, engine.ErrWorkerDied) {
+		t.Fatalf("Run() = %v, want ErrWorkerDied", err)
+	}
+	if victim.Status() != engine.Aborted {
+		t.Errorf("the killed job is %v, want aborted", victim.Status())
+	}
+	if _, err := victim.Result(); !strings.Contains(fmt.Sprint(err), "signal killed") {
+		t.Errorf("the aborted job's error does not say how its worker died: %v", err)
+	}
+	for i, j := range append(rest, after) {
+		if v, err := j.Result(); err != nil || (i < 50 && v != i*i) {
+			t.Errorf("job %d: %d, %v", j.ID(), v, err)
+		}
+	}
+	restarts := 0
+	for _, w := range p.Stats().Workers {
+		restarts += w.Restarts
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts, want 1", restarts)
+	}
+	t.Logf("Run: %v", err)
+}
+
+// TestInterrupt cancels Run's context while a job runs: the job is aborted,
+// those not started are cancelled, and every worker process is gone when Run
+// returns.
+func TestInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := engine.New(engine.Workers(2))
+	var long []*engine.Job[span]
+	for range 2 {
+		long = append(long, engine.Queue(p, stamp, time.Minute))
+	}
+	later := engine.Queue(p, square, 1, engine.After(long[0]))
+	var pids []int
+	p.Go(func(context.Context) error {
+		for long[0].Status() != engine.Running || long[1].Status() != engine.Running {
+			time.Sleep(time.Millisecond)
+		}
+		for _, w := range p.Stats().Workers {
+			pids = append(pids, w.PID)
+		}
+		cancel()
+		return nil
+	})
+	start := time.Now()
+	err := p.Run(ctx)
+	elapsed := time.Since(start)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run() = %v, want context.Canceled", err)
+	}
+	if elapsed > 10*time.Second {
+		t.Errorf("Run took %v after the interrupt", elapsed)
+	}
+	for _, j := range long {
+		if j.Status() != engine.Aborted {
+			t.Errorf("running job %d: %v, want aborted", j.ID(), j.Status())
+		}
+	}
+	if later.Status() != engine.Cancelled {
+		t.Errorf("job not started: %v, want cancelled", later.Status())
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("worker %d still alive after Run returned", pid)
+		}
+	}
+}
+
+// roleParent runs a pool whose jobs last a minute, prints its workers'
+// process ids, and waits to be killed.
+func roleParent() int {
+	p := engine.New(engine.Workers(2))
+	a := engine.Queue(p, stamp, time.Minute)
+	b := engine.Queue(p, stamp, time.Minute)
+	p.Go(func(context.Context) error {
+		for a.Status() != engine.Running || b.Status() != engine.Running {
+			time.Sleep(time.Millisecond)
+		}
+		var pids []string
+		for _, w := range p.Stats().Workers {
+			pids = append(pids, strconv.Itoa(w.PID))
+		}
+		fmt.Println("workers", strings.Join(pids, " "))
+		return nil
+	})
+	p.Run(context.Background())
+	return 1
+}
+
+// TestParentKilled kills a pool's parent process with SIGKILL: every worker
+// must be gone within a second.
+func TestParentKilled(t *testing.T) {
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envRole+"=parent")
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("parent: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(line, "workers")) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	if len(pids) != 2 {
+		t.Fatalf("parent said %q", line)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed := time.Now()
+	for _, pid := range pids {
+		for alive(pid) && time.Since(killed) < 5*time.Second {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	gone := time.Since(killed)
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("worker %d outlived its parent by more than 5 s", pid)
+		}
+	}
+	if gone > time.Second {
+		t.Errorf("workers outlived their killed parent by %v, want under a second", gone)
+	}
+	t.Logf("workers gone %v after the parent was killed", gone.Round(time.Millisecond))
+}
+
+// alive reports whether pid is a running process (not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
