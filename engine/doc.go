@@ -1,0 +1,62 @@
+// Package engine runs a graph of jobs on a pool of worker processes on one
+// host, and keeps each worker's cache of expensive items (see
+// [github.com/poolrun/poolrun/cachepool]) exactly as long as some unfinished
+// job in the pool needs them.
+//
+// # Functions, jobs and items
+//
+// A job calls a function registered by name at package initialisation with
+// [Register], so that a worker process (the same binary, re-executed) finds
+// it by that name. Arguments and results travel between processes with
+// encoding/gob. A function may declare the cache items all its jobs need
+// ([Uses]); a job may add more ([Needs]) and wait for others ([After]).
+//
+//	var square = engine.Register("square", func(ctx context.Context, x int) (int, error) {
+//		return x * x, nil
+//	})
+//
+//	func main() {
+//		engine.Init() // first: in a worker process it serves jobs and exits
+//		p := engine.New(engine.Workers(4))
+//		j := engine.Queue(p, square, 7)
+//		if err := p.Run(context.Background()); err != nil { ... }
+//		v, _ := j.Result()
+//	}
+//
+// # Life of a job
+//
+// A job is [Pending] until its dependencies have succeeded, then [Queued]
+// until a worker takes it, then [Running], and [Succeeded] or [Failed]. It
+// is [Cancelled] if it never ran (by [Job.Cancel], because a dependency did
+// not succeed, by fail-fast, or because the pool was stopped) and [Aborted]
+// if its worker died under it. Listeners ([OnEvent]) see every change, in
+// order, from one goroutine.
+//
+// # The window
+//
+// The parent counts, per item key, the Pending, Queued and Running jobs that
+// need it; a job's end costs time in proportion to its own items. When the
+// set of keys with a non-zero count changes, the parent publishes it in the
+// pool's window ([github.com/poolrun/poolrun/shm]), a shared mapping that
+// the workers read without asking. Every job is sent stamped with the
+// window's generation; before it runs, its worker takes a snapshot at least
+// that new and evicts from its cache every item the snapshot does not list.
+// So an item whose last job finished before a job was sent is gone before
+// that job runs, and at the end of the pool every worker clears its cache,
+// running the items' cleanups, before it exits.
+//
+// # Workers
+//
+// [Workers](n) starts n worker processes; Workers(0) runs the very same loop
+// serially in a goroutine of this process, with the same statuses, events,
+// window and eviction. A worker whose process dies is replaced; the job it
+// was running is Aborted with [ErrWorkerDied]. A worker exits on its own
+// when its parent dies. Short jobs are streamed to a worker a few at a time
+// so that it never waits for a round trip; long ones go one at a time to
+// whichever worker is free.
+//
+// The wire protocol between the parent and its workers is described in
+// PROTOCOL.md beside this file. Only the message of a job function's error
+// crosses it: errors returned by jobs are [*RemoteError]s (in serial mode
+// too, so that both modes behave alike), and panics are [*PanicError]s.
+package engine
