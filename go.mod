@@ -3,7 +3,7 @@ module github.com/poolrun/poolrun
 go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sys v0.50.0
 )

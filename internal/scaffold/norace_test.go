@@ -1,0 +1,5 @@
+//go:build !race
+
+package scaffold_test
+
+const raceEnabled = false

@@ -1,0 +1,130 @@
+// Package workflow reads poolrun workflow files: YAML descriptions of shell
+// commands to run as a graph of jobs, and of the per-worker artefacts
+// ("items") that those jobs need.
+//
+// [Parse] and [Load] check a whole file before anything runs and return
+// either a [Workflow] whose jobs are fully expanded and resolved, or an
+// [*Error] of the form "FILE:LINE: what is wrong". This package only reads
+// files; running them is the engine's business.
+//
+// # A workflow file
+//
+//	items:
+//	  ref:                                # item name
+//	    run: zcat data/ref.gz > "$POOLRUN_ITEM"
+//	jobs:
+//	  - id: split
+//	    run: ./split input
+//	  - id: align-${i}
+//	    foreach: {i: 1..8}
+//	    run: ./align --ref "$POOLRUN_ITEM_REF" --chunk ${i}
+//	    needs: [ref]
+//	    after: [split]
+//	  - id: merge
+//	    run: ./merge
+//	    after: [align-*]
+//
+// The top level is a mapping with two fields, and no others:
+//
+//   - jobs (required): a list of job entries, at least one.
+//   - items (optional): a mapping from item name to item.
+//
+// An item has one field, run: a command for sh -c that builds the item at
+// the path in $POOLRUN_ITEM (the constant [ItemEnv]). A worker runs it the
+// first time one of its jobs needs the item and deletes the file when no
+// unfinished job needs it any more. Item names start with a letter or a
+// digit and go on with letters, digits, '_', '-' and '.'. A job that needs
+// item NAME finds its path in the environment variable [EnvName](NAME):
+// POOLRUN_ITEM_ followed by NAME in upper case with every character other
+// than A-Z and 0-9 replaced by '_' (item "ref-2" is $POOLRUN_ITEM_REF_2).
+// Two items whose names give the same variable are refused.
+//
+// A job entry has these fields, and no others:
+//
+//   - id (required): the job's name. After foreach substitution it is made
+//     of ASCII letters, digits and the characters _ - . / : + = @, so that it can
+//     never be mistaken for a pattern in after. Ids are unique.
+//   - run (required): a command for sh -c.
+//   - after: job ids, or patterns with *, ? and [...] as in [path.Match],
+//     that must succeed before this job runs. A pattern is matched against
+//     every job id of the file (after foreach expansion) except the job's
+//     own, and must match at least one. A plain id must exist.
+//   - needs: names of items that the job uses.
+//   - foreach: expands the entry into several jobs; see below.
+//
+// after and needs take a list (after: [a, b]) or a single string (after: a).
+// Quote a pattern that starts with * (after: ["*-merge"]): YAML reads *name
+// as an alias. Duplicates are dropped. Dependencies must not form a cycle. The order of
+// jobs in the file does not matter for dependencies: a job may run after one
+// written below it.
+//
+// # foreach
+//
+// foreach maps variable names to values, and the entry is repeated once for
+// every combination of values:
+//
+//	jobs:
+//	  - id: chunk-${i}
+//	    foreach: {i: 1..8}               # i = 1, 2, ..., 8
+//	    run: ./work --chunk ${i}
+//	  - id: sample-${s}-${k}
+//	    foreach: {s: [a, b], k: 0..2}    # a-0 a-1 a-2 b-0 b-1 b-2
+//	    run: ./sample ${s} ${k}
+//	    after: [chunk-*]
+//
+// The values of a variable are either a non-empty list of strings
+// ([a, b, c]; numbers are taken as written) or an inclusive integer range
+// "A..B" with A <= B (negative ends allowed). If either end of a range is
+// written with a leading zero, every value is padded with zeros to the
+// width of the wider end: 01..10 gives 01, 02, ..., 10, which keeps ids in
+// order when sorted as text. With several variables the jobs come in the
+// order of nested loops, the first variable outermost. There is no plain
+// list form (foreach: [a, b]): every variable has a name. Variable names
+// start with a lower-case letter and go on with lower-case letters, digits
+// and '_'.
+//
+// ${name} is replaced by the variable's value in id, run, and every entry
+// of after and needs (so after: ["split-${i}"] pairs jobs one to one). The
+// value is inserted as is, without shell quoting, and is not scanned again.
+// Every foreach expansion must give distinct ids. YAML gives braces a
+// meaning inside [ ] and { }: quote strings there that contain ${...}, as
+// in after: ["split-${i}"], or write the list one entry per line.
+//
+// In run commands, and only there, the shell keeps what is its own:
+//
+//   - $name, ${NAME} (starting with an upper-case letter or '_', as
+//     environment variables do: "${POOLRUN_ITEM_REF}") and other forms
+//     such as ${name:-default} are left untouched for the shell.
+//   - ${name}, with a lower-case name, is always a foreach variable: one the
+//     entry does not define is an error, so that a typo does not silently
+//     become an empty shell variable. Write $name, or $${name}, which reaches
+//     the shell as ${name}, for a shell variable in braces.
+//
+// In id, after and needs, every ${...} must name a variable of the entry.
+// The same rules apply to item commands, which have no variables.
+//
+// # Checks
+//
+// Parse refuses, with the line of the offending text: YAML syntax errors; a
+// second YAML document in the file; unknown or repeated fields anywhere;
+// a job without id or run; an item without run; bad ids or item names; two
+// items with the same environment variable; a duplicate job id (naming the
+// line of the first); after naming an unknown job or a pattern matching
+// none; needs naming an unknown item; a dependency cycle (naming its path,
+// a -> b -> a, where each job runs after the next); a bad foreach (not a
+// mapping, an empty list, a bad range, an unknown variable, ids repeated by
+// the expansion); a file with no jobs; more than [MaxJobs] jobs,
+// [MaxDependencies] dependencies or 256 MiB of ids and commands after
+// expansion; after patterns that
+// would take more than a second or so to match (a pattern with a fixed
+// start or end, such as "chunk-*" or "*-${i}", is cheap; thousands of
+// different patterns such as "*-${i}-*" over thousands of jobs are not).
+// YAML anchors and aliases are allowed; merge keys (<<) are not.
+//
+// # Order
+//
+// [Workflow.Jobs] lists the expanded jobs in file order, except that a job
+// is moved down, as little as needed, below the jobs it runs after: a
+// caller can queue the jobs in slice order and every dependency is already
+// queued. Each job's After lists job ids in file order.
+package workflow

@@ -1,0 +1,128 @@
+package workflow_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/internal/workflow"
+)
+
+// examples lists the workflow files of the repository's examples folder.
+func examples(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no examples/*.yaml")
+	}
+	return files
+}
+
+// TestExamplesLoad checks that every example parses and says how to run it.
+func TestExamplesLoad(t *testing.T) {
+	for _, file := range examples(t) {
+		name := filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			w, err := workflow.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(data, []byte("# ")) {
+				t.Error("does not begin with a comment")
+			}
+			if run := "poolrun run examples/" + name; !bytes.Contains(data, []byte(run)) {
+				t.Errorf("the comment does not say %q", run)
+			}
+			t.Logf("%d jobs, %d items", len(w.Jobs), len(w.Items))
+		})
+	}
+}
+
+// TestExamplesRun runs every example the simplest way there is: one job
+// at a time, in file order, each item built the first time a job needs it,
+// in a fresh working folder. It checks that every command succeeds and
+// that nothing is written outside the example's own folder.
+func TestExamplesRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs shell commands")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh:", err)
+	}
+	for _, file := range examples(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			w, err := workflow.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			work, tmp, scratch := t.TempDir(), t.TempDir(), t.TempDir()
+			start := time.Now()
+			built := make(map[string]string) // item name -> path
+			for _, j := range w.Jobs {
+				env := append(os.Environ(), "TMPDIR="+tmp)
+				for _, need := range j.Needs {
+					path, ok := built[need]
+					if !ok {
+						path = filepath.Join(scratch, need)
+						it := w.ItemByName(need)
+						runSh(t, "item "+need, it.Run, work, append(env, workflow.ItemEnv+"="+path))
+						built[need] = path
+					}
+					env = append(env, workflow.EnvName(need)+"="+path)
+				}
+				out := runSh(t, "job "+j.ID, j.Run, work, env)
+				if len(out) > 0 {
+					t.Logf("%s: %s", j.ID, bytes.TrimSpace(out))
+				}
+			}
+			t.Logf("%d jobs in %v", len(w.Jobs), time.Since(start).Round(time.Millisecond))
+
+			want := "poolrun-example-" + name
+			if got := dirNames(t, work); len(got) != 1 || got[0] != want {
+				t.Errorf("working folder holds %q, want only %s", got, want)
+			}
+			if got := dirNames(t, tmp); len(got) != 0 {
+				t.Errorf("TMPDIR holds %q, want nothing", got)
+			}
+		})
+	}
+}
+
+func runSh(t *testing.T, what, command, dir string, env []string) []byte {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, stderr.Bytes())
+	}
+	return out
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

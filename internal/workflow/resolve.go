@@ -1,0 +1,212 @@
+package workflow
+
+import (
+	"container/heap"
+	"path"
+	"slices"
+	"strings"
+)
+
+// This file checks needs, resolves after, refuses cycles and orders jobs.
+
+// resolve checks the needs of jobs against items, resolves their after
+// lists and returns the jobs in dependency order.
+func (p *parser) resolve(jobs []*job, items []*Item) ([]*Job, error) {
+	itemSet := make(map[string]bool, len(items))
+	for _, it := range items {
+		itemSet[it.Name] = true
+	}
+	for _, j := range jobs {
+		var seen map[string]bool // only for long lists
+		if len(j.needs) > 8 {
+			seen = make(map[string]bool, len(j.needs))
+		}
+		for _, t := range j.needs {
+			if !itemSet[t.s] {
+				return nil, p.errorf(t.line, "job %q: needs %q: no such item", j.ID, t.s)
+			}
+			if seen[t.s] || seen == nil && slices.Contains(j.Needs, t.s) {
+				continue
+			}
+			if seen != nil {
+				seen[t.s] = true
+			}
+			j.Needs = append(j.Needs, t.s)
+		}
+	}
+
+	deps, err := p.dependencies(jobs)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		for _, d := range deps[i] {
+			j.After = append(j.After, jobs[d].ID)
+		}
+	}
+	order, err := p.order(jobs, deps)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Job, len(order))
+	for i, k := range order {
+		out[i] = jobs[k].Job
+	}
+	return out, nil
+}
+
+// isPattern reports whether an after entry is a pattern. Job ids contain
+// none of these characters.
+func isPattern(s string) bool {
+	return strings.ContainsAny(s, `*?[\`)
+}
+
+// dependencies resolves the after entries of jobs into indexes of jobs:
+// deps[i] lists, in increasing order and without duplicates, the jobs that
+// jobs[i] runs after.
+func (p *parser) dependencies(jobs []*job) ([][]int, error) {
+	index := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		index[j.ID] = i
+	}
+	var m *matcher // made on the first pattern
+
+	deps := make([][]int, len(jobs))
+	mark := make([]int, len(jobs)) // mark[k] == i+1: k is already in deps[i]
+	total := 0
+	for i, j := range jobs {
+		add := func(k int, t text) error {
+			if mark[k] == i+1 {
+				return nil
+			}
+			if total++; total > MaxDependencies {
+				return p.errorf(t.line, "job %q: the workflow has more than %d dependencies", j.ID, MaxDependencies)
+			}
+			mark[k] = i + 1
+			deps[i] = append(deps[i], k)
+			return nil
+		}
+		var done map[string]bool // patterns already resolved for j
+		for _, t := range j.after {
+			if !isPattern(t.s) {
+				k, ok := index[t.s]
+				if !ok {
+					return nil, p.errorf(t.line, "job %q: after %q: no such job", j.ID, t.s)
+				}
+				if err := add(k, t); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if done[t.s] {
+				continue
+			}
+			if done == nil {
+				done = make(map[string]bool)
+			}
+			done[t.s] = true
+			if _, err := path.Match(t.s, ""); err != nil {
+				return nil, p.errorf(t.line, "job %q: after %q: bad pattern", j.ID, t.s)
+			}
+			if m == nil {
+				ids := make([]string, len(jobs))
+				for k, j := range jobs {
+					ids[k] = j.ID
+				}
+				m = newMatcher(ids)
+			}
+			matched, ok := m.match(t.s)
+			if !ok {
+				return nil, p.errorf(t.line, "job %q: after %q: the patterns of this workflow take too long to match; give them a fixed start or end, as in \"chunk-*\"", j.ID, t.s)
+			}
+			found := false
+			for _, k := range matched {
+				if k == i {
+					continue // a pattern never names the job that holds it
+				}
+				found = true
+				if err := add(k, t); err != nil {
+					return nil, err
+				}
+			}
+			if !found {
+				return nil, p.errorf(t.line, "job %q: after %q matches no job", j.ID, t.s)
+			}
+		}
+		slices.Sort(deps[i])
+	}
+	return deps, nil
+}
+
+// order returns the job indexes in file order, except that a job is moved
+// down below every job it runs after; among the jobs whose dependencies are
+// all placed, the first in the file comes next. A cycle is an error.
+func (p *parser) order(jobs []*job, deps [][]int) ([]int, error) {
+	waiting := make([]int, len(jobs)) // dependencies not yet placed
+	dependents := make([][]int, len(jobs))
+	ready := &intHeap{}
+	for i, d := range deps {
+		waiting[i] = len(d)
+		for _, k := range d {
+			dependents[k] = append(dependents[k], i)
+		}
+		if len(d) == 0 {
+			*ready = append(*ready, i) // increasing: already a heap
+		}
+	}
+	order := make([]int, 0, len(jobs))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		order = append(order, i)
+		for _, k := range dependents[i] {
+			if waiting[k]--; waiting[k] == 0 {
+				heap.Push(ready, k)
+			}
+		}
+	}
+	if len(order) < len(jobs) {
+		return nil, p.cycle(jobs, deps, waiting)
+	}
+	return order, nil
+}
+
+// cycle reports a dependency cycle among the jobs that order could not
+// place (waiting[i] > 0). Every such job runs after another such job, so
+// walking from one must come back to a job already seen. The cycle is
+// written from its first job in the file.
+func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) error {
+	start := slices.IndexFunc(waiting, func(w int) bool { return w > 0 })
+	seen := make(map[int]int) // job -> position in path
+	var walk []int
+	for i := start; ; {
+		if n, ok := seen[i]; ok {
+			walk = walk[n:]
+			break
+		}
+		seen[i] = len(walk)
+		walk = append(walk, i)
+		next := slices.IndexFunc(deps[i], func(k int) bool { return waiting[k] > 0 })
+		i = deps[i][next]
+	}
+	first := slices.Index(walk, slices.Min(walk))
+	ids := make([]string, 0, len(walk)+1)
+	for n := range len(walk) + 1 {
+		ids = append(ids, jobs[walk[(first+n)%len(walk)]].ID)
+	}
+	j := jobs[walk[first]]
+	return p.errorf(j.Line, "dependency cycle: %s", strings.Join(ids, " -> "))
+}
+
+// intHeap is a min-heap of ints for container/heap.
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(a, b int) bool { return h[a] < h[b] }
+func (h intHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

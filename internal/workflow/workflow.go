@@ -1,0 +1,158 @@
+package workflow
+
+import (
+	"os"
+	"strings"
+)
+
+// ItemEnv is the environment variable that holds the path at which an
+// item's run command builds the item.
+const ItemEnv = "POOLRUN_ITEM"
+
+// Limits on the size of a workflow after foreach expansion. They keep a
+// mistyped range from exhausting memory before anything runs.
+const (
+	// MaxJobs bounds the jobs in one workflow.
+	MaxJobs = 100_000
+	// MaxDependencies bounds the after and needs entries of all jobs, both
+	// as written (before duplicates are dropped) and, for after, once
+	// patterns are expanded into the jobs they match.
+	MaxDependencies = 1_000_000
+)
+
+// A Workflow is a parsed, checked workflow file.
+type Workflow struct {
+	File  string  // the file name given to Parse or Load
+	Items []*Item // in file order; nil if the file has none
+	// Jobs holds every job after foreach expansion, in file order except
+	// that each job comes after all the jobs it runs after (see the package
+	// documentation). It is never empty in a Workflow from Parse.
+	Jobs []*Job
+}
+
+// An Item is a per-worker artefact that jobs can need.
+type Item struct {
+	Name string // as written in the file; see [EnvName] for its variable
+	Run  string // command for sh -c that builds the item at $POOLRUN_ITEM
+	Line int    // line of the item's name
+}
+
+// A Job is one command to run, after foreach expansion.
+type Job struct {
+	ID  string // unique in the workflow
+	Run string // command for sh -c, with foreach values substituted
+	// After holds the ids of the jobs that must succeed before this one
+	// runs: patterns expanded, no duplicates, in file order. Nil if none.
+	After []string
+	// Needs holds the names of the items the job uses, without duplicates,
+	// in the order written. Nil if none.
+	Needs []string
+	Line  int // line of the entry the job came from
+	// Vars maps each foreach variable of the entry to its value for this
+	// job; nil if the entry has no foreach. Meant for reports.
+	Vars map[string]string
+}
+
+// Parse reads a workflow from data and checks all of it: syntax, fields,
+// foreach expansion, ids, items, dependencies. file names the data in
+// errors and in [Workflow.File]. Any error is an [*Error].
+func Parse(file string, data []byte) (*Workflow, error) {
+	p := &parser{file: file}
+	w, err := p.parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Load reads and parses the workflow file at path. If the file cannot be
+// read it returns the error of [os.ReadFile], which names the path;
+// otherwise it behaves as [Parse] with path as the file name.
+func Load(path string) (*Workflow, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// ItemByName returns the item called name, or nil if w has none.
+func (w *Workflow) ItemByName(name string) *Item {
+	for _, it := range w.Items {
+		if it.Name == name {
+			return it
+		}
+	}
+	return nil
+}
+
+// EnvName returns the environment variable in which a job that needs the
+// named item finds the item's path: "POOLRUN_ITEM_" followed by the name in
+// upper case, with every character other than A-Z and 0-9 replaced by '_'.
+// EnvName("ref-2") is "POOLRUN_ITEM_REF_2".
+func EnvName(item string) string {
+	var b strings.Builder
+	b.Grow(len(ItemEnv) + 1 + len(item))
+	b.WriteString(ItemEnv)
+	b.WriteByte('_')
+	for _, r := range item {
+		switch {
+		case 'a' <= r && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+		case 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// validItemName reports whether name is a letter or digit followed by
+// letters, digits, '_', '-' and '.'.
+func validItemName(name string) bool {
+	if name == "" || !isAlnum(name[0]) {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; !isAlnum(c) && c != '_' && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// idPunct lists the characters other than letters and digits allowed in a
+// job id. None of them means anything to path.Match.
+const idPunct = "_-./:+=@"
+
+// validID reports whether id is a valid job id.
+func validID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !isAlnum(c) && strings.IndexByte(idPunct, c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validVar reports whether name is a valid foreach variable name: a
+// lower-case letter followed by lower-case letters, digits and '_'.
+func validVar(name string) bool {
+	if name == "" || !('a' <= name[0] && name[0] <= 'z') {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z') && !('0' <= c && c <= '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
