@@ -1,18 +1,34 @@
-// Command poolrun runs a graph of jobs on a pool of worker processes that
-// share a window of still-required cache items.
+// Command poolrun runs a graph of jobs on a pool of worker processes on one
+// host. Jobs declare the expensive in-memory items they need; each worker
+// builds an item once, keeps it while any unfinished job in the pool needs
+// it, and frees it the moment none does.
+//
+// Run "poolrun help" for the commands.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/cli"
 )
 
-const usage = `poolrun runs a graph of jobs on a pool of worker processes on this host.
-
-The command-line tool is being built; for now poolrun is a Go library:
-  github.com/poolrun/poolrun/shm        the shared window of required item keys
-`
-
 func main() {
-	fmt.Fprint(os.Stdout, usage)
+	engine.Init() // in a worker process: serve jobs, then exit
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	code := cli.ExitCode(err)
+	if err != nil && code != cli.ExitOK {
+		if code == cli.ExitInterrupted {
+			fmt.Fprintln(os.Stderr, "poolrun: interrupted")
+		} else {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
 }

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// poolFlags are the flags every command that runs a pool takes.
+type poolFlags struct {
+	jobs     int
+	serial   bool
+	failFast bool
+	capacity int
+	quiet    bool
+	report   string
+}
+
+func (f *poolFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), "number of worker `processes`")
+	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers)")
+	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed job: start no other job")
+	fs.IntVar(&f.capacity, "capacity", 1000, "`slots` of the window of required items (more items than slots: workers keep everything)")
+	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
+	fs.StringVar(&f.report, "report", "", "write a JSON report of every job and worker to `FILE`")
+}
+
+func (f *poolFlags) check() error {
+	if f.jobs < 1 {
+		return badInputf("poolrun: -j %d: need at least one worker (or --serial)", f.jobs)
+	}
+	if f.capacity < 1 {
+		return badInputf("poolrun: --capacity %d: need at least one slot", f.capacity)
+	}
+	return nil
+}
+
+func (f *poolFlags) workers() int {
+	if f.serial {
+		return 0
+	}
+	return f.jobs
+}
+
+// session runs one pool with progress display, job records and reports.
+type session struct {
+	flags  *poolFlags
+	stderr io.Writer
+	prog   *progress
+
+	mu   sync.Mutex
+	jobs map[int]*jobRecord
+}
+
+// jobRecord is what the report says of one job, gathered from events.
+type jobRecord struct {
+	ID      int               `json:"id"`
+	Func    string            `json:"func"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Status  string            `json:"status"`
+	Worker  int               `json:"worker,omitempty"`
+	Added   time.Time         `json:"added"`
+	Started *time.Time        `json:"started,omitempty"`
+	Ended   *time.Time        `json:"ended,omitempty"`
+	Seconds float64           `json:"seconds,omitempty"`
+	Error   string            `json:"error,omitempty"`
+}
+
+func newSession(f *poolFlags, stderr io.Writer) *session {
+	return &session{flags: f, stderr: stderr, jobs: map[int]*jobRecord{}}
+}
+
+// options returns the pool's options; the listener feeds the records and
+// the progress display.
+func (s *session) options() []engine.Option {
+	opts := []engine.Option{
+		engine.Workers(s.flags.workers()),
+		engine.WindowCapacity(s.flags.capacity),
+		engine.OnEvent(s.event),
+	}
+	if s.flags.failFast {
+		opts = append(opts, engine.FailFast())
+	}
+	return opts
+}
+
+func (s *session) event(e engine.Event) {
+	s.mu.Lock()
+	switch e.Kind {
+	case engine.JobAdded:
+		s.jobs[e.JobID] = &jobRecord{ID: e.JobID, Func: e.Func, Labels: e.Labels, Status: e.New.String(), Added: e.Time}
+	case engine.JobStatus:
+		r := s.jobs[e.JobID]
+		if r == nil {
+			break
+		}
+		r.Status = e.New.String()
+		t := e.Time
+		if e.New == engine.Running {
+			r.Started, r.Worker = &t, e.Worker
+		}
+		if e.New.Done() {
+			r.Ended = &t
+			if r.Started != nil {
+				r.Seconds = t.Sub(*r.Started).Seconds()
+			}
+			if e.Err != nil {
+				r.Error = e.Err.Error()
+			}
+		}
+	}
+	s.mu.Unlock()
+	if s.prog != nil {
+		s.prog.update(e)
+	}
+}
+
+// run runs p with the progress display, and returns Run's error and the
+// wall time.
+func (s *session) run(ctx context.Context, p *engine.Pool) (error, time.Duration) {
+	if !s.flags.quiet {
+		s.prog = newProgress(ctx, s.stderr)
+	}
+	start := time.Now()
+	err := p.Run(ctx)
+	wall := time.Since(start)
+	if s.prog != nil {
+		s.prog.stop()
+	}
+	return err, wall
+}
+
+// report is the JSON report.
+type report struct {
+	Command string         `json:"command"`
+	Workers []workerReport `json:"workers"`
+	Jobs    []*jobRecord   `json:"jobs"`
+	Totals  totals         `json:"totals"`
+	Extra   any            `json:"result,omitempty"`
+}
+
+type workerReport struct {
+	Index    int         `json:"index"`
+	PID      int         `json:"pid"`
+	Jobs     int         `json:"jobs"`
+	Restarts int         `json:"restarts"`
+	Cache    cacheReport `json:"cache"`
+}
+
+// cacheReport is cachepool.Stats as the report spells it.
+type cacheReport struct {
+	Hits             uint64  `json:"hits"`
+	Builds           uint64  `json:"builds"`
+	Evictions        uint64  `json:"evictions"`
+	Resident         int     `json:"resident"`
+	Bytes            int64   `json:"bytes"`
+	PeakBytes        int64   `json:"peak_bytes"`
+	BuildTimeSeconds float64 `json:"build_seconds"`
+}
+
+func cacheOf(s cachepool.Stats) cacheReport {
+	return cacheReport{Hits: s.Hits, Builds: s.Misses, Evictions: s.Evictions, Resident: s.Resident,
+		Bytes: s.Bytes, PeakBytes: s.PeakBytes, BuildTimeSeconds: s.BuildTime.Seconds()}
+}
+
+type totals struct {
+	Jobs        int            `json:"jobs"`
+	ByStatus    map[string]int `json:"by_status"`
+	WallSeconds float64        `json:"wall_seconds"`
+	Builds      uint64         `json:"builds"`
+	Hits        uint64         `json:"hits"`
+	Evictions   uint64         `json:"evictions"`
+	PeakBytes   int64          `json:"peak_cache_bytes"`
+	Publishes   uint64         `json:"window_publishes"`
+}
+
+func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
+	r := &report{Command: command, Extra: extra}
+	s.mu.Lock()
+	for _, j := range s.jobs {
+		r.Jobs = append(r.Jobs, j)
+	}
+	s.mu.Unlock()
+	sort.Slice(r.Jobs, func(a, b int) bool { return r.Jobs[a].ID < r.Jobs[b].ID })
+	r.Totals = totals{Jobs: len(r.Jobs), ByStatus: map[string]int{}, WallSeconds: wall.Seconds(), Publishes: st.Publishes}
+	for i, n := range st.Counts {
+		if n > 0 {
+			r.Totals.ByStatus[engine.Status(i).String()] = n
+		}
+	}
+	for _, w := range st.Workers {
+		r.Workers = append(r.Workers, workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, Cache: cacheOf(w.Cache)})
+		r.Totals.Builds += w.Cache.Misses
+		r.Totals.Hits += w.Cache.Hits
+		r.Totals.Evictions += w.Cache.Evictions
+		r.Totals.PeakBytes += w.Cache.PeakBytes
+	}
+	return r
+}
+
+// writeReport writes the JSON report to path atomically: a temporary file
+// in the same folder, renamed when complete.
+func writeReport(path string, r *report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// printTable prints the per-worker summary.
+func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tbuild time\t")
+	var t struct {
+		Jobs  int
+		Cache cachepool.Stats
+	}
+	var buildTime time.Duration
+	for _, ws := range st.Workers {
+		c := ws.Cache
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Misses, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		t.Jobs += ws.Jobs
+		t.Cache.Misses += c.Misses
+		t.Cache.Hits += c.Hits
+		t.Cache.Evictions += c.Evictions
+		t.Cache.PeakBytes += c.PeakBytes
+		buildTime += c.BuildTime
+	}
+	if len(st.Workers) > 1 {
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Jobs, t.Cache.Misses, t.Cache.Hits, t.Cache.Evictions, humanBytes(t.Cache.PeakBytes), roundDur(buildTime))
+	}
+	tw.Flush()
+	var parts []string
+	for i, n := range st.Counts {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, engine.Status(i)))
+		}
+	}
+	fmt.Fprintf(w, "jobs: %s; wall time %s; window published %d times\n", strings.Join(parts, ", "), roundDur(wall), st.Publishes)
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
+
+// humanBytes prints n bytes in binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	v := float64(n) / unit
+	i := 0
+	for v >= unit && i < len(units)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// finish reports a pool's end: the table (unless quiet), the JSON report
+// (if asked), and the error to return.
+func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runErr error, wall time.Duration, extra any) error {
+	st := p.Stats()
+	if !s.flags.quiet {
+		printTable(stdout, st, wall)
+	}
+	if s.flags.report != "" {
+		if err := writeReport(s.flags.report, s.makeReport(command, st, wall, extra)); err != nil {
+			return errors.Join(runErr, fmt.Errorf("poolrun: writing the report: %w", err))
+		}
+	}
+	return runErr
+}
+

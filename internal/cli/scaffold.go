@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/scaffold"
+	"github.com/poolrun/poolrun/internal/scaffoldjobs"
+)
+
+const scaffoldUsage = `Usage: poolrun scaffold [flags]
+       poolrun [flags]
+
+Builds a scaffold of cells and connections in the spirit of the Brain
+Scaffold Builder, on a pool of worker processes: one job places the cells of
+one type in one chunk of the volume; then one job per connection rule and
+chunk connects them. Each connection job needs the spatial index of the
+rule's source cell type, an expensive, memory-heavy cache item: every worker
+builds it once and frees it as soon as no unfinished job needs it.
+
+Output files go under --out; each is written under a temporary name and
+renamed, so an interrupted run never leaves half a file. The result is the
+same for any -j, for --serial and for any eviction policy: compare the
+"checksum:" line.
+
+Example:
+  poolrun scaffold -j 2 --scale 0.5 --report report.json
+  poolrun scaffold --print-config > my.yaml   # edit, then:
+  poolrun scaffold --config my.yaml
+`
+
+type scaffoldFlags struct {
+	pool        poolFlags
+	config      string
+	printConfig bool
+	out         string
+	scale       float64
+}
+
+// scaffoldResult is the scaffold part of the JSON report.
+type scaffoldResult struct {
+	Out         string           `json:"out"`
+	Cells       map[string]int64 `json:"cells"`
+	Connections map[string]int64 `json:"connections"`
+	Checksum    string           `json:"checksum"`
+}
+
+func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f scaffoldFlags
+	fs := newFlagSet("scaffold", scaffoldUsage, stderr)
+	f.pool.register(fs)
+	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
+	fs.BoolVar(&f.printConfig, "print-config", false, "print the embedded configuration and exit")
+	fs.StringVar(&f.out, "out", "poolrun-out", "output `folder`")
+	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("poolrun scaffold: unexpected argument %q", fs.Arg(0))
+	}
+	if f.printConfig {
+		_, err := stdout.Write(scaffold.DefaultConfig())
+		return err
+	}
+	if err := f.pool.check(); err != nil {
+		return err
+	}
+	if !(f.scale > 0) || f.scale > 1000 {
+		return badInputf("poolrun scaffold: --scale %v: want a factor above 0 and at most 1000", f.scale)
+	}
+	cfg, err := loadScaffoldConfig(f.config)
+	if err != nil {
+		return badInput(err)
+	}
+	cfg = cfg.Scaled(f.scale)
+	out, err := filepath.Abs(f.out)
+	if err != nil {
+		return badInput(err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return badInput(fmt.Errorf("poolrun scaffold: output folder: %w", err))
+	}
+	// Temporary files of a run that was killed: never a result.
+	scaffold.RemoveTemp(out)
+
+	s := newSession(&f.pool, stderr)
+	p := engine.New(s.options()...)
+	if _, err := scaffoldjobs.Queue(p, cfg, out); err != nil {
+		return err
+	}
+	runErr, wall := s.run(ctx, p)
+	if _, err := scaffold.RemoveTemp(out); err != nil && runErr == nil {
+		runErr = err
+	}
+	var res *scaffoldResult
+	if runErr == nil {
+		res, err = summarise(cfg, out)
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.finish(stdout, "scaffold", p, runErr, wall, res); err != nil {
+		return err
+	}
+	printScaffold(stdout, cfg, res)
+	return nil
+}
+
+func loadScaffoldConfig(path string) (*scaffold.Config, error) {
+	if path == "" {
+		return scaffold.Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("poolrun scaffold: %w", err)
+	}
+	return scaffold.ParseConfig(path, data)
+}
+
+func summarise(cfg *scaffold.Config, out string) (*scaffoldResult, error) {
+	sum, err := scaffold.Checksum(cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := scaffold.Summary(cfg, out)
+	if err != nil {
+		return nil, err
+	}
+	res := &scaffoldResult{Out: out, Cells: map[string]int64{}, Connections: map[string]int64{}, Checksum: fmt.Sprintf("%016x", sum)}
+	for _, c := range counts.Cells {
+		res.Cells[c.Name] = c.N
+	}
+	for _, c := range counts.Connections {
+		res.Connections[c.Name] = c.N
+	}
+	return res, nil
+}
+
+func printScaffold(w io.Writer, cfg *scaffold.Config, res *scaffoldResult) {
+	var cells, conns []string
+	for _, ct := range cfg.CellTypes {
+		cells = append(cells, fmt.Sprintf("%s %d", ct.Name, res.Cells[ct.Name]))
+	}
+	for _, r := range cfg.Rules {
+		conns = append(conns, fmt.Sprintf("%s %d", r.Name, res.Connections[r.Name]))
+	}
+	fmt.Fprintf(w, "cells: %s\n", strings.Join(cells, ", "))
+	fmt.Fprintf(w, "connections: %s\n", strings.Join(conns, ", "))
+	fmt.Fprintf(w, "output: %s\n", res.Out)
+	fmt.Fprintf(w, "checksum: %s\n", res.Checksum)
+}
