@@ -316,4 +316,3 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 	}
 	return runErr
 }
-
