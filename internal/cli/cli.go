@@ -105,8 +105,8 @@ func newFlagSet(name, text string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprint(out, text)
-		fmt.Fprintln(out, "\nFlags:")
+		fmt.Fprint(fs.Output(), text)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
 		fs.PrintDefaults()
 	}
 	return fs

@@ -1,0 +1,170 @@
+package main_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const tinyScale = "0.03"
+
+func TestScaffoldChecksumAgrees(t *testing.T) {
+	dir := t.TempDir()
+	sums := map[string]string{}
+	for _, mode := range [][]string{{"-j", "1"}, {"-j", "2"}, {"--serial"}} {
+		name := strings.Join(mode, " ")
+		args := append([]string{"scaffold", "--scale", tinyScale, "--out", "out-" + strings.ReplaceAll(name, " ", "")}, mode...)
+		r := poolrun(t, dir, args...)
+		if r.code != 0 {
+			t.Fatalf("poolrun %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
+		}
+		sum := line(r.stdout, "checksum:")
+		if len(sum) != 16 {
+			t.Fatalf("poolrun %s printed no checksum:\n%s", name, r.stdout)
+		}
+		sums[name] = sum
+		if !strings.Contains(r.stdout, "peak cache") || line(r.stdout, "cells:") == "" {
+			t.Errorf("poolrun %s: no summary table or cell counts:\n%s", name, r.stdout)
+		}
+	}
+	if sums["-j 1"] != sums["-j 2"] || sums["-j 1"] != sums["--serial"] {
+		t.Errorf("checksums differ: %v", sums)
+	}
+}
+
+func TestScaffoldDefaultIsScaffold(t *testing.T) {
+	dir := t.TempDir()
+	a := poolrun(t, dir, "--scale", tinyScale, "-j", "2", "--quiet", "--out", "a")
+	b := poolrun(t, dir, "scaffold", "--scale", tinyScale, "-j", "2", "--quiet", "--out", "b")
+	if a.code != 0 || b.code != 0 {
+		t.Fatalf("exit %d and %d\n%s%s", a.code, b.code, a.stderr, b.stderr)
+	}
+	if sa, sb := line(a.stdout, "checksum:"), line(b.stdout, "checksum:"); sa == "" || sa != sb {
+		t.Errorf("poolrun and poolrun scaffold disagree: %q %q", sa, sb)
+	}
+	if strings.Contains(a.stdout, "peak cache") {
+		t.Errorf("--quiet printed the table:\n%s", a.stdout)
+	}
+}
+
+func TestScaffoldBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "seed: 1\nbox:\n  size: [10, 10, 10]\n  chunk: 5\n  colour: red\n", "cfg.yaml:5:"},
+		{"yaml syntax", "seed: [1\n", "cfg.yaml:"},
+		{"unknown cell type in a rule", strings.Replace(string(mustRead(t, "print")), "from: golgi", "from: purkinje", 1), "purkinje"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte(c.yaml), 0o644)
+			r := poolrun(t, dir, "scaffold", "--config", "cfg.yaml", "--out", "out-bad")
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr %q does not contain %q", r.stderr, c.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out-bad")); err == nil {
+				t.Error("the output folder was created: something ran")
+			}
+		})
+	}
+}
+
+// mustRead returns the embedded configuration (poolrun scaffold --print-config).
+func mustRead(t *testing.T, _ string) []byte {
+	r := poolrun(t, t.TempDir(), "scaffold", "--print-config")
+	if r.code != 0 || !strings.Contains(r.stdout, "cell_types:") {
+		t.Fatalf("--print-config: exit %d\n%s", r.code, r.stdout)
+	}
+	return []byte(r.stdout)
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--help"}, {"help"}, {"scaffold", "--help"}, {"run", "--help"}, {"inspect", "--help"}, {"help", "scaffold"}} {
+		r := poolrun(t, dir, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") {
+			t.Errorf("poolrun %v: exit %d, stdout:\n%s", args, r.code, r.stdout)
+		}
+		if args[0] != "help" && args[0] != "--help" && !strings.Contains(r.stdout, "Example") {
+			t.Errorf("poolrun %v: the help has no example", args)
+		}
+	}
+	for _, args := range [][]string{{"frobnicate"}, {"scaffold", "--no-such-flag"}, {"-j", "0"}, {"scaffold", "--scale", "-1"}, {"inspect"}, {"inspect", "notapid"}} {
+		if r := poolrun(t, dir, args...); r.code != 2 {
+			t.Errorf("poolrun %v: exit %d, want 2\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestInterruptAndInspect starts a scaffold run, inspects its window while
+// it runs, interrupts it with SIGINT, and checks what it leaves: exit status
+// 130, no worker process, no temporary output file.
+func TestInterruptAndInspect(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(poolrunBin, "scaffold", "-j", "2", "--scale", "0.5", "--out", "out")
+	cmd.Dir = dir
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait until the pool runs: its workers exist and the window is open.
+	var workers []int
+	deadline := time.Now().Add(60 * time.Second)
+	for len(workers) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		workers = children(cmd.Process.Pid)
+	}
+	if len(workers) < 2 {
+		t.Fatalf("no workers after a minute: %v", workers)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r := poolrun(t, dir, "inspect", itoa(cmd.Process.Pid))
+	if r.code != 0 || !strings.Contains(r.stdout, "generation") {
+		t.Errorf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("inspect:\n%s", r.stdout)
+
+	cmd.Process.Signal(syscall.SIGINT)
+	var msgs []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		msgs = append(msgs, sc.Text())
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(msgs, "\n"))
+	}
+	if left := waitGone(workers, time.Second); len(left) > 0 {
+		t.Errorf("workers %v still alive after poolrun exited", left)
+	}
+	filepath.WalkDir(filepath.Join(dir, "out"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp") {
+			t.Errorf("half-written file left: %s", path)
+		}
+		return nil
+	})
+}
+
+func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
+
+func fmtInt(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for n > 0 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		n /= 10
+	}
+	return string(b)
+}
