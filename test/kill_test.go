@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // killSelf kills its own worker process with SIGKILL in the middle of a job.
@@ -96,7 +97,7 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("job not started: %v, want cancelled", later.Status())
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			t.Errorf("worker %d still alive after Run returned", pid)
 		}
 	}
@@ -151,13 +152,13 @@ func TestParentKilled(t *testing.T) {
 	cmd.Wait()
 	killed := time.Now()
 	for _, pid := range pids {
-		for alive(pid) && time.Since(killed) < 5*time.Second {
+		for proctest.Alive(pid) && time.Since(killed) < 5*time.Second {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	gone := time.Since(killed)
 	for _, pid := range pids {
-		if alive(pid) {
+		if proctest.Alive(pid) {
 			t.Errorf("worker %d outlived its parent by more than 5 s", pid)
 		}
 	}
@@ -165,16 +166,4 @@ func TestParentKilled(t *testing.T) {
 		t.Errorf("workers outlived their killed parent by %v, want under a second", gone)
 	}
 	t.Logf("workers gone %v after the parent was killed", gone.Round(time.Millisecond))
-}
-
-// alive reports whether pid is a running process (not a zombie).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }

@@ -8,9 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // poolrunBin is the poolrun binary the tests drive, built once by TestMain.
@@ -74,62 +72,3 @@ func line(s, prefix string) string {
 	}
 	return ""
 }
-
-// children returns the process ids whose parent is pid.
-func children(pid int) []int {
-	var kids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var p int
-		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		var state string
-		var ppid int
-		if i < 0 {
-			continue
-		}
-		fmt.Sscan(s[i+2:], &state, &ppid)
-		if ppid == pid && state != "Z" {
-			kids = append(kids, p)
-		}
-	}
-	return kids
-}
-
-// alive reports whether pid is a running process (not a zombie).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
-}
-
-// waitGone waits up to limit for every pid to be gone and returns those
-// still alive.
-func waitGone(pids []int, limit time.Duration) []int {
-	deadline := time.Now().Add(limit)
-	for {
-		var left []int
-		for _, p := range pids {
-			if alive(p) {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-var _ = syscall.SIGINT

@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 const tinyScale = "0.03"
@@ -122,13 +125,13 @@ func TestInterruptAndInspect(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for len(workers) < 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		workers = children(cmd.Process.Pid)
+		workers = proctest.Children(cmd.Process.Pid)
 	}
 	if len(workers) < 2 {
 		t.Fatalf("no workers after a minute: %v", workers)
 	}
 	time.Sleep(300 * time.Millisecond)
-	r := poolrun(t, dir, "inspect", itoa(cmd.Process.Pid))
+	r := poolrun(t, dir, "inspect", strconv.Itoa(cmd.Process.Pid))
 	if r.code != 0 || !strings.Contains(r.stdout, "generation") {
 		t.Errorf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -144,7 +147,7 @@ func TestInterruptAndInspect(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(msgs, "\n"))
 	}
-	if left := waitGone(workers, time.Second); len(left) > 0 {
+	if left := proctest.WaitGone(workers, time.Second); len(left) > 0 {
 		t.Errorf("workers %v still alive after poolrun exited", left)
 	}
 	filepath.WalkDir(filepath.Join(dir, "out"), func(path string, d os.DirEntry, err error) error {
@@ -153,18 +156,4 @@ func TestInterruptAndInspect(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
 }
