@@ -3,8 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 const runUsage = `Usage: poolrun run [flags] FILE
@@ -61,6 +66,64 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := f.check(); err != nil {
 		return err
 	}
-	return badInputf("poolrun run: %s: running workflows is not built yet", fs.Arg(0))
+	wf, err := workflow.Load(fs.Arg(0))
+	if err != nil {
+		return badInput(err)
+	}
+	// Scratch folders of runs that were killed: their artefacts are of no use.
+	execflow.SweepScratch("")
+
+	s := newSession(&f, stderr)
+	p := engine.New(s.options()...)
+	jobs, err := execflow.Queue(p, wf, execflow.Options{})
+	if err != nil {
+		return badInput(err)
+	}
+	runErr, wall := s.run(ctx, p)
+	if runErr != nil && !f.quiet {
+		printFailures(stderr, wf, jobs)
+	}
+	return s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
+}
+
+// printFailures prints, for each failed job, its command's exit status and
+// the end of its standard error.
+func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.Job[execflow.Result]) {
+	for _, j := range wf.Jobs {
+		job := jobs[j.ID]
+		if job == nil || (job.Status() != engine.Failed && job.Status() != engine.Aborted) {
+			continue
+		}
+		_, err := job.Result()
+		fmt.Fprintf(w, "poolrun: %s\n", indent(err.Error()))
+	}
+}
+
+func indent(s string) string { return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") }
+
+// summariseRunErr shortens Run's error for the last line: how many jobs
+// failed (the details were printed above and are in the report).
+func summariseRunErr(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var je *engine.JobError
+	n := 0
+	for _, e := range unjoin(err) {
+		if errors.As(e, &je) {
+			n++
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	return fmt.Errorf("poolrun run: %d job(s) failed", n)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 

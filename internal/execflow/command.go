@@ -1,0 +1,241 @@
+package execflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// KillGrace is how long the processes of a command's group have, after
+// SIGTERM, before they are killed with SIGKILL.
+const KillGrace = 300 * time.Millisecond
+
+// drainGrace bounds the wait for the end of a command's standard error once
+// its group is gone: a process that left the group (setsid) may hold it.
+// KillGrace plus drainGrace stays below the engine's half second between a
+// worker's SIGTERM and its exit.
+const drainGrace = 100 * time.Millisecond
+
+// groupPoll is how often the end of a process group is checked.
+const groupPoll = 5 * time.Millisecond
+
+// shellCmd is a command for /bin/sh -c and where to run it.
+type shellCmd struct {
+	run       string
+	dir       string
+	env       []string
+	tailLines int
+}
+
+// shellOutcome is how a command ended.
+type shellOutcome struct {
+	exitCode int    // -1 when killed by a signal
+	signal   string // the signal's name, or ""
+	tail     string // the last lines of its standard error
+	duration time.Duration
+}
+
+// runShell runs c with /bin/sh -c in a process group of its own and returns when
+// the group is gone. Its standard output is this process's, its standard
+// error is copied to this process's and its tail kept. A command that exits
+// with a non-zero status is not an error here: the outcome says so. The
+// error is non-nil when the command could not start, or when ctx ended
+// (then the whole group was stopped, and the error wraps the context's
+// cause).
+//
+// Shutdown: when ctx ends, the group gets SIGTERM; after KillGrace, if the
+// shell is still there, os/exec kills it (WaitDelay). Once the shell has
+// been reaped, any process left in its group gets SIGTERM (unless it had it
+// already) and, if the group is not empty KillGrace after that SIGTERM,
+// SIGKILL. Then the standard error is read to its end for at most
+// drainGrace.
+func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
+	var out shellOutcome
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return out, fmt.Errorf("standard error pipe: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.run)
+	cmd.Dir = c.dir
+	cmd.Env = c.env
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = pw // a file: os/exec starts no copying goroutine
+	cmd.SysProcAttr = sysProcAttr()
+	g := &group{}
+	// os/exec sets cmd.Process before it starts the goroutine that calls
+	// Cancel, which may run before startCommand returns.
+	cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
+	cmd.WaitDelay = KillGrace
+
+	protectWorkerFDs.Do(closeWorkerFDsOnExec)
+	start := time.Now()
+	err = startCommand(cmd)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return out, fmt.Errorf("starting sh: %w", err)
+	}
+	g.set(cmd.Process.Pid)
+
+	tail := newTailWriter(c.tailLines)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		copyStderr(pr, tail)
+	}()
+
+	waitErr := cmd.Wait()
+	g.stop()
+	select {
+	case <-copied:
+	case <-time.After(drainGrace):
+		pr.Close() // ends the copy's Read
+		<-copied
+	}
+	pr.Close()
+	out.duration = time.Since(start)
+	out.tail = tail.String()
+
+	if g.cancelled() {
+		// ctx ended while the command ran: whatever its status says, it
+		// was stopped (or raced with the stop).
+		return out, fmt.Errorf("stopped: %w", context.Cause(ctx))
+	}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			out.exitCode, out.signal = -1, signalName(ws.Signal())
+		} else {
+			out.exitCode = ee.ExitCode()
+		}
+	default:
+		return out, fmt.Errorf("waiting for sh: %w", waitErr)
+	}
+	return out, nil
+}
+
+// workerFDs are the descriptors a worker process inherits from its pool
+// (engine/PROTOCOL.md): the window, the parent's frames, the replies.
+var workerFDs = [...]int{3, 4, 5}
+
+var protectWorkerFDs sync.Once
+
+// closeWorkerFDsOnExec keeps the engine's descriptors out of commands. A
+// worker inherits them without close-on-exec, so every command would
+// inherit them too: a process that outlived its job (one that left the
+// process group) would hold the reply pipe open, and the pool would wait
+// for it, and any command could write into the protocol. Only in a worker
+// process; to be removed once the engine marks them itself.
+func closeWorkerFDsOnExec() {
+	if _, ok := os.LookupEnv(workerEnv); !ok {
+		return
+	}
+	for _, fd := range workerFDs {
+		syscall.CloseOnExec(fd)
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	if name := unix.SignalName(s); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}
+
+// copyStderr copies r to this process's standard error and to tail until r
+// ends or is closed.
+func copyStderr(r io.Reader, tail *tailWriter) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			os.Stderr.Write(buf[:n])
+			tail.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// group is a command's process group: its id is the shell's pid.
+type group struct {
+	mu      sync.Mutex
+	pgid    int
+	termAt  time.Time // when SIGTERM was sent; zero if not yet
+	ctxDone bool      // the command's context ended while it ran
+}
+
+func (g *group) set(pid int) {
+	g.mu.Lock()
+	g.pgid = pid
+	g.mu.Unlock()
+}
+
+// cancel is the command's Cancel: SIGTERM to the group.
+func (g *group) cancel(pid int) error {
+	g.mu.Lock()
+	g.pgid = pid
+	g.ctxDone = true
+	g.mu.Unlock()
+	return g.term()
+}
+
+func (g *group) cancelled() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ctxDone
+}
+
+// term sends SIGTERM to the group, once.
+func (g *group) term() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.termAt.IsZero() {
+		g.termAt = time.Now()
+		if err := syscall.Kill(-g.pgid, syscall.SIGTERM); err == syscall.ESRCH {
+			return os.ErrProcessDone
+		}
+	}
+	return nil
+}
+
+// groupAlive reports whether some process of group pgid is still there. A
+// zombie that nobody has reaped yet counts: where the init process is slow
+// to reap the orphans of a killed shell, stopping a group with orphans
+// takes the whole KillGrace.
+func groupAlive(pgid int) bool {
+	return syscall.Kill(-pgid, 0) == nil
+}
+
+// stop ends what is left of the group once its shell has been reaped (so
+// that os/exec no longer calls Cancel): SIGTERM unless sent already, then
+// SIGKILL when the group is still there KillGrace after the SIGTERM.
+func (g *group) stop() {
+	g.mu.Lock()
+	pgid := g.pgid
+	g.mu.Unlock()
+	if !groupAlive(pgid) {
+		return
+	}
+	g.term()
+	g.mu.Lock()
+	deadline := g.termAt.Add(KillGrace)
+	g.mu.Unlock()
+	for groupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(groupPoll)
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -1,0 +1,85 @@
+// Package execflow runs a parsed workflow file (package
+// github.com/poolrun/poolrun/internal/workflow) on an engine pool: each job
+// of the file becomes a job of the pool that runs its command with
+// /bin/sh -c, and each item of the file becomes a cache item whose value is
+// a file or folder that the item's command builds in the worker's scratch
+// folder.
+//
+// # Jobs
+//
+// [Queue] queues every job of a workflow on a pool, in the workflow's order,
+// as a call of the one registered function named [FuncName]. A job's after
+// list becomes engine.After and its needs list engine.Needs with the item
+// handles, so that the pool's window lists an item while an unfinished job
+// needs it. Each job carries the label [LabelID] with its workflow id.
+//
+// In the worker, the job first gets every item it needs (building those the
+// worker does not hold yet, see below), then runs its command:
+//
+//   - with /bin/sh -c, in [Options.Dir], stdin from /dev/null;
+//   - with the worker's environment (which is poolrun's) plus [Options.Env],
+//     plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path> for every item
+//     it needs ([workflow.EnvName]); the engine's worker marker is removed;
+//   - in a process group of its own, whose leader (the shell) is killed with
+//     SIGKILL if the worker process dies (Linux' parent-death signal);
+//   - without the descriptors the engine gives a worker, so that nothing
+//     a command leaves behind can hold the worker's pipes;
+//   - its standard output goes to the worker's, which is poolrun's; its
+//     standard error is copied to the worker's and its last
+//     [Options.TailLines] lines are kept for the [Result] or the error.
+//
+// A command that exits with a non-zero status, or is killed by a signal,
+// fails its job with a [*CommandError]. A job's error reaches the pool's
+// process as an *engine.RemoteError that holds only its message (in serial
+// mode too: the engine sends it the same way); [AsCommandError] turns it
+// back into a CommandError.
+//
+// # Stopping
+//
+// When the job's context ends (the pool is interrupted, or the worker is told
+// to stop), the command's whole process group gets SIGTERM, and SIGKILL
+// [KillGrace] later if any process of the group is still there. When the
+// shell ends on its own, processes it left running in its group get the same
+// treatment: SIGTERM, then SIGKILL after KillGrace. A job's processes do not
+// outlive it, unless they leave its process group (setsid).
+//
+// # Items
+//
+// An item's command builds the artefact at the path in $POOLRUN_ITEM, a name
+// that does not exist yet in the worker process's scratch folder. Its build
+// fails if the command fails or exits 0 without creating anything at the
+// path ([ErrNoArtefact]). The artefact is deleted (os.RemoveAll) when the
+// worker evicts the item, that is when no unfinished job of the pool needs
+// it any more (exactly as in-memory items are freed), or when the worker
+// ends. The item's size in the cache statistics is the total size of the
+// artefact's files: on a memory file system, the memory it holds.
+//
+// The items are members of one cachepool family (prefix [ItemPrefix]) named
+// ItemPrefix + ":" + item name + "@" + 16 hexadecimal digits that hash
+// everything the build depends on (its command, the workflow's file, the
+// folder, the extra environment, the scratch root). A job's argument carries
+// these parameters, so a worker names, keys and builds exactly the item the
+// parent put in the window. [ItemHandles] returns the handles, for reports.
+//
+// # Scratch folders
+//
+// Each process that builds items (a worker, or the parent in serial mode)
+// makes a private scratch folder, mode 0700, named poolrun-<pid>-<random>
+// under the scratch root ([Options.Scratch], by default [DefaultScratch]).
+// The folder exists while it holds an artefact or a build is in progress:
+// the cleanup of the last artefact removes it too (a later build makes a new
+// one). So a worker that ends normally, or is told to stop, leaves nothing
+// behind. A process killed with SIGKILL cannot clean up: [SweepScratch]
+// removes the folders of processes that no longer exist; poolrun calls it
+// when it starts.
+//
+// # Caveats
+//
+//   - A process that a command starts in a new session or process group
+//     escapes the group kill.
+//   - If a worker process dies abruptly (SIGKILL), its running command's shell
+//     is killed by the parent-death signal, but the shell's own children are
+//     not. A worker whose parent dies is sent SIGTERM by the engine and
+//     stops its commands as above.
+//   - Standard output and error of parallel jobs interleave.
+package execflow

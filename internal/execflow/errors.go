@@ -1,0 +1,194 @@
+package execflow
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// ErrNoArtefact is wrapped by the error of an item whose command exited with
+// status 0 but left nothing at the path in $POOLRUN_ITEM. Only the message
+// reaches the pool's process (see [AsCommandError]).
+var ErrNoArtefact = errors.New("the command exited 0 but created nothing at $POOLRUN_ITEM")
+
+// A CommandError reports a command that exited with a non-zero status or was
+// killed by a signal: a job's own command, or the command that builds an
+// item the job needs.
+//
+// Its message is one line, then the tail of the command's standard error:
+//
+//	job "ID" (FILE:LINE): exit status N
+//	job "ID": item "NAME" (FILE:LINE): killed by signal SIGKILL
+//
+// where FILE:LINE is the job's (or the item's) place in the workflow file.
+type CommandError struct {
+	// JobID is the workflow id of the job that failed.
+	JobID string
+	// Item is the name of the item whose command failed, or "" when the
+	// job's own command did.
+	Item string
+	// File and Line locate the job (or the item) in the workflow file.
+	File string
+	Line int
+	// ExitCode is the command's exit status, or -1 when it was killed by a
+	// signal.
+	ExitCode int
+	// Signal is the name of the signal that killed the command, as
+	// "SIGKILL", or "" when it exited.
+	Signal string
+	// StderrTail holds the last lines of the command's standard error (see
+	// [Options.TailLines]), without the final newline.
+	StderrTail string
+}
+
+// Error returns the message described at [CommandError].
+func (e *CommandError) Error() string {
+	var b strings.Builder
+	if e.JobID != "" {
+		b.WriteString("job ")
+		b.WriteString(strconv.Quote(e.JobID))
+		if e.Item != "" {
+			b.WriteString(": ")
+		}
+	}
+	if e.Item != "" {
+		b.WriteString("item ")
+		b.WriteString(strconv.Quote(e.Item))
+	}
+	fmt.Fprintf(&b, " (%s:%d): ", e.File, e.Line)
+	if e.Signal != "" {
+		b.WriteString("killed by signal ")
+		b.WriteString(e.Signal)
+	} else {
+		fmt.Fprintf(&b, "exit status %d", e.ExitCode)
+	}
+	if e.StderrTail != "" {
+		b.WriteByte('\n')
+		b.WriteString(e.StderrTail)
+	}
+	return b.String()
+}
+
+// AsCommandError finds the first CommandError in err's tree (through Unwrap,
+// as errors.As does). A job's CommandError reaches the pool's process as an
+// *engine.RemoteError that holds only its message (with workers, and in
+// serial mode too); such an error, when its message has the form of a
+// CommandError's, is turned back into one (File must not contain a
+// newline). The second result is false when err holds neither. Use it on the
+// error of a job's Result, or on Run's error for the first failed command.
+func AsCommandError(err error) (*CommandError, bool) {
+	var found *CommandError
+	walkErrors(err, func(e error) bool {
+		switch x := e.(type) {
+		case *CommandError:
+			found = x
+		case *engine.RemoteError:
+			if ce, ok := parseCommandError(x.Msg); ok {
+				found = ce
+			}
+		}
+		return found != nil
+	})
+	return found, found != nil
+}
+
+// walkErrors calls visit on err and the errors it wraps, depth first, until
+// visit returns true.
+func walkErrors(err error, visit func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	if visit(err) {
+		return true
+	}
+	switch x := err.(type) {
+	case interface{ Unwrap() error }:
+		return walkErrors(x.Unwrap(), visit)
+	case interface{ Unwrap() []error }:
+		for _, e := range x.Unwrap() {
+			if walkErrors(e, visit) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseCommandError reverses [CommandError.Error].
+func parseCommandError(msg string) (*CommandError, bool) {
+	head, tail, _ := strings.Cut(msg, "\n")
+	ce := &CommandError{StderrTail: tail}
+	quoted := func(prefix string) (string, bool) {
+		if !strings.HasPrefix(head, prefix) {
+			return "", false
+		}
+		q, err := strconv.QuotedPrefix(head[len(prefix):])
+		if err != nil || q[0] != '"' {
+			return "", false
+		}
+		s, err := strconv.Unquote(q)
+		if err != nil {
+			return "", false
+		}
+		head = head[len(prefix)+len(q):]
+		return s, true
+	}
+	if id, ok := quoted("job "); ok {
+		ce.JobID = id
+		if strings.HasPrefix(head, ": item ") {
+			head = head[len(": "):]
+		}
+	}
+	if name, ok := quoted("item "); ok {
+		ce.Item = name
+	}
+	if ce.JobID == "" && ce.Item == "" || !strings.HasPrefix(head, " (") {
+		return nil, false
+	}
+	head = head[len(" ("):]
+	i := strings.LastIndex(head, "): ")
+	if i < 0 {
+		return nil, false
+	}
+	place, status := head[:i], head[i+len("): "):]
+	j := strings.LastIndexByte(place, ':')
+	if j < 0 {
+		return nil, false
+	}
+	line, err := strconv.Atoi(place[j+1:])
+	if err != nil {
+		return nil, false
+	}
+	ce.File, ce.Line = place[:j], line
+	if sig, ok := strings.CutPrefix(status, "killed by signal "); ok && sig != "" && !strings.ContainsAny(sig, " \t") {
+		ce.ExitCode, ce.Signal = -1, sig
+		return ce, true
+	}
+	code, ok := strings.CutPrefix(status, "exit status ")
+	if !ok {
+		return nil, false
+	}
+	if ce.ExitCode, err = strconv.Atoi(code); err != nil {
+		return nil, false
+	}
+	return ce, true
+}
+
+// itemError is the failure of an item's build other than its command's
+// exit status: the scratch folder, a command that could not start, no
+// artefact.
+type itemError struct {
+	Item string
+	File string
+	Line int
+	Err  error
+}
+
+func (e *itemError) Error() string {
+	return fmt.Sprintf("item %q (%s:%d): %v", e.Item, e.File, e.Line, e.Err)
+}
+
+func (e *itemError) Unwrap() error { return e.Err }

@@ -1,0 +1,65 @@
+package execflow_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/workflow"
+)
+
+// TestExamples runs every workflow of the repository's examples folder, with
+// two workers and serially, each in a fresh working folder: every job must
+// succeed and no scratch folder may remain.
+func TestExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the examples' commands")
+	}
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no examples/*.yaml")
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		for _, workers := range []int{2, 0} {
+			mode := "2 workers"
+			if workers == 0 {
+				mode = "serial"
+			}
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				wf, err := workflow.Load(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir, root := t.TempDir(), t.TempDir()
+				jobs, err := run(t, wf, workers, execflow.Options{Dir: dir, Scratch: root})
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if len(jobs) != len(wf.Jobs) {
+					t.Errorf("%d jobs queued, want %d", len(jobs), len(wf.Jobs))
+				}
+				for _, id := range sortedKeys(jobs) {
+					j := jobs[id]
+					if res, err := j.Result(); j.Status() != engine.Succeeded || err != nil {
+						t.Errorf("job %s: %v, %v", id, j.Status(), err)
+					} else if res.ExitCode != 0 {
+						t.Errorf("job %s: exit code %d", id, res.ExitCode)
+					}
+				}
+				if left := scratchLeft(t, root); len(left) > 0 {
+					t.Errorf("scratch root holds %q after the run", left)
+				}
+				want := "poolrun-example-" + name
+				if got := scratchLeft(t, dir); len(got) != 1 || got[0] != want {
+					t.Errorf("working folder holds %q, want only %s", got, want)
+				}
+			})
+		}
+	}
+}

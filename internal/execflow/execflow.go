@@ -1,0 +1,327 @@
+package execflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/workflow"
+)
+
+// FuncName is the name under which the function that runs a workflow job's
+// command is registered with the engine: the Func of every job [Queue]
+// queues, in events and errors.
+const FuncName = "poolrun.exec"
+
+// JobEnv is the environment variable that holds a job's workflow id.
+const JobEnv = "POOLRUN_JOB"
+
+// LabelID is the engine label that holds a job's workflow id, in events
+// ([engine.Event].Labels) and in [engine.JobError].
+const LabelID = "id"
+
+// DefaultTailLines is the number of lines of standard error kept for a
+// job's result or error when [Options.TailLines] is 0.
+const DefaultTailLines = 20
+
+// workerEnv is the engine's marker of a worker process (engine.envWorker,
+// not exported). It must not reach commands: a poolrun (or any program
+// built with the engine) started by a job would take itself for a worker.
+const workerEnv = "POOLRUN_WORKER"
+
+// Options say how to run a workflow's commands. The zero Options runs them in
+// the current folder with poolrun's environment.
+type Options struct {
+	// Dir is the working folder of the commands, job and item alike.
+	// "" means the current folder. A relative Dir is taken relative to the
+	// current folder when [Queue] is called.
+	Dir string
+	// Env holds extra environment variables, "KEY=value", on top of
+	// poolrun's own environment (a KEY given here wins; POOLRUN_JOB and
+	// POOLRUN_ITEM* set by poolrun win over it). nil adds nothing.
+	Env []string
+	// Scratch is the folder in which each worker process makes its private
+	// scratch folder for item artefacts. "" means [DefaultScratch]. It must
+	// exist.
+	Scratch string
+	// TailLines is the number of lines at the end of a command's standard
+	// error that are kept for its [Result] or [CommandError]. 0 means
+	// [DefaultTailLines]; a negative number keeps none.
+	TailLines int
+}
+
+// A Result is what a job that succeeded reports.
+type Result struct {
+	// ExitCode is the command's exit status: always 0, since a command that
+	// exits otherwise fails its job with a [*CommandError].
+	ExitCode int
+	// Stderr holds the last lines of the command's standard error (see
+	// [Options.TailLines]), without the final newline; "" if it wrote none.
+	Stderr string
+	// Duration is the command's wall time, from its start to the end of its
+	// process group, not counting the builds of the items it needs.
+	Duration time.Duration
+}
+
+// execArg is the argument of a job: everything its worker needs to know,
+// since Options reach workers only this way.
+type execArg struct {
+	ID        string
+	Run       string
+	File      string
+	Line      int
+	Dir       string   // absolute
+	Env       []string // Options.Env
+	TailLines int      // resolved: >= 0
+	Items     []itemParam
+}
+
+var execFunc = engine.Register(FuncName, runJob)
+
+// settings are Options checked and resolved, as the parent computes them
+// once for a workflow.
+type settings struct {
+	dir     string
+	env     []string
+	scratch string
+	tail    int
+}
+
+func resolve(opts Options) (settings, error) {
+	var s settings
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return s, fmt.Errorf("execflow: working folder %q: %w", opts.Dir, err)
+	}
+	if err := isDir(dir); err != nil {
+		return s, fmt.Errorf("execflow: working folder: %w", err)
+	}
+	s.dir = dir
+
+	for _, kv := range opts.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			return s, fmt.Errorf("execflow: environment entry %q is not KEY=value", kv)
+		}
+	}
+	s.env = opts.Env
+
+	root := opts.Scratch
+	if root == "" {
+		root = DefaultScratch()
+	}
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return s, fmt.Errorf("execflow: scratch folder %q: %w", opts.Scratch, err)
+	}
+	if err := isDir(root); err != nil {
+		return s, fmt.Errorf("execflow: scratch folder: %w", err)
+	}
+	s.scratch = root
+
+	switch {
+	case opts.TailLines == 0:
+		s.tail = DefaultTailLines
+	case opts.TailLines > 0:
+		s.tail = opts.TailLines
+	}
+	return s, nil
+}
+
+func isDir(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a folder", path)
+	}
+	return nil
+}
+
+// itemParams returns the family parameter of every item of wf, by name.
+func itemParams(wf *workflow.Workflow, s settings) map[string]itemParam {
+	params := make(map[string]itemParam, len(wf.Items))
+	env := strings.Join(s.env, "\x00")
+	for _, it := range wf.Items {
+		params[it.Name] = itemParam{
+			Name:      it.Name,
+			Run:       it.Run,
+			File:      wf.File,
+			Line:      it.Line,
+			Dir:       s.dir,
+			Env:       env,
+			Scratch:   s.scratch,
+			TailLines: s.tail,
+		}
+	}
+	return params
+}
+
+// ItemHandles returns the cache item of every item of wf, by item name, as
+// [Queue] makes them for the same opts: the handles whose keys a pool's
+// window lists and whose names cachepool.Lookup returns. It fails when opts
+// do ([Queue] says how).
+func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Handle, error) {
+	if wf == nil {
+		panic("execflow: ItemHandles with a nil workflow")
+	}
+	s, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]cachepool.Handle, len(wf.Items))
+	for name, p := range itemParams(wf, s) {
+		out[name] = items.Item(p)
+	}
+	return out, nil
+}
+
+// Queue queues every job of wf on p, in the order of wf.Jobs, and returns
+// them by workflow id. A job runs after the jobs of its After list
+// (engine.After) and needs the cache items of its Needs list (engine.Needs);
+// it carries the label [LabelID] with its id.
+//
+// Queue checks everything before it queues anything: it fails, queueing
+// nothing, when opts.Dir or the scratch folder is not an existing folder, an
+// opts.Env entry is not KEY=value, or wf is not as [workflow.Parse] returns
+// them (a job needs an unknown item, or runs after a job that is unknown or
+// comes later in wf.Jobs). Queue panics when p or wf is nil.
+//
+// Queue the workflow before [engine.Pool.Run], or from a scheduler while it
+// runs; the returned jobs are the pool's, with their statuses and results.
+func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*engine.Job[Result], error) {
+	if p == nil || wf == nil {
+		panic("execflow: Queue with a nil pool or workflow")
+	}
+	s, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	params := itemParams(wf, s)
+
+	type planned struct {
+		arg   execArg
+		after []string
+		items []cachepool.Handle
+	}
+	plan := make([]planned, 0, len(wf.Jobs))
+	seen := make(map[string]bool, len(wf.Jobs))
+	for _, j := range wf.Jobs {
+		if j == nil {
+			return nil, errors.New("execflow: workflow has a nil job")
+		}
+		if seen[j.ID] {
+			return nil, fmt.Errorf("execflow: %s:%d: job %q: duplicate id", wf.File, j.Line, j.ID)
+		}
+		for _, a := range j.After {
+			if !seen[a] {
+				return nil, fmt.Errorf("execflow: %s:%d: job %q runs after %q, which is unknown or comes later in the workflow", wf.File, j.Line, j.ID, a)
+			}
+		}
+		pl := planned{
+			arg: execArg{
+				ID: j.ID, Run: j.Run, File: wf.File, Line: j.Line,
+				Dir: s.dir, Env: s.env, TailLines: s.tail,
+			},
+			after: j.After,
+		}
+		for _, name := range j.Needs {
+			ip, ok := params[name]
+			if !ok {
+				return nil, fmt.Errorf("execflow: %s:%d: job %q needs %q: no such item", wf.File, j.Line, j.ID, name)
+			}
+			pl.arg.Items = append(pl.arg.Items, ip)
+			pl.items = append(pl.items, items.Item(ip))
+		}
+		seen[j.ID] = true
+		plan = append(plan, pl)
+	}
+
+	jobs := make(map[string]*engine.Job[Result], len(plan))
+	for _, pl := range plan {
+		jopts := []engine.JobOption{engine.Label(LabelID, pl.arg.ID)}
+		if len(pl.after) > 0 {
+			deps := make([]engine.Dep, len(pl.after))
+			for i, a := range pl.after {
+				deps[i] = jobs[a]
+			}
+			jopts = append(jopts, engine.After(deps...))
+		}
+		if len(pl.items) > 0 {
+			jopts = append(jopts, engine.Needs(pl.items...))
+		}
+		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
+	}
+	return jobs, nil
+}
+
+// runJob is the registered function: it gets the job's items and runs its
+// command.
+func runJob(ctx context.Context, a execArg) (Result, error) {
+	env := commandEnv(a.Env)
+	env = append(env, JobEnv+"="+a.ID)
+	for _, ip := range a.Items {
+		path, err := items.Item(ip).Get(ctx)
+		if err != nil {
+			return Result{}, jobItemError(a, ip, err)
+		}
+		env = append(env, workflow.EnvName(ip.Name)+"="+path)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, context.Cause(ctx))
+	}
+	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines})
+	res := Result{Stderr: out.tail, Duration: out.duration}
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
+	case out.exitCode != 0 || out.signal != "":
+		return res, &CommandError{
+			JobID: a.ID, File: a.File, Line: a.Line,
+			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
+		}
+	}
+	return res, nil
+}
+
+// jobItemError says why a job could not get item ip.
+func jobItemError(a execArg, ip itemParam, err error) error {
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		c := *ce // shared with other callers of the failed build
+		c.JobID = a.ID
+		return &c
+	}
+	var ie *itemError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("job %q: %w", a.ID, ie)
+	}
+	// The cache's own errors (waiting for a build interrupted) name the
+	// cache member; name the workflow's item.
+	return fmt.Errorf("job %q: item %q (%s:%d): %w", a.ID, ip.Name, ip.File, ip.Line, err)
+}
+
+// commandEnv returns this process's environment without the engine's
+// worker marker, followed by extra.
+func commandEnv(extra []string) []string {
+	base := os.Environ()
+	env := make([]string, 0, len(base)+len(extra)+8)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, workerEnv+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}

@@ -1,0 +1,128 @@
+package execflow
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/internal/workflow"
+)
+
+// ItemPrefix is the prefix of the cachepool family of workflow items: their
+// cache names are ItemPrefix + ":" + item name + "@" + 16 hexadecimal digits.
+const ItemPrefix = "poolrun.item"
+
+// itemParam is everything an item's build depends on, as the parent
+// computes it and the job's argument carries it to the worker: the family
+// parameter, so it is the member's identity. Every field goes into the
+// member's name (memberName), so that two parameters that differ never
+// share a name or a key.
+type itemParam struct {
+	Name      string
+	Run       string
+	File      string
+	Line      int
+	Dir       string // absolute
+	Env       string // Options.Env joined by NUL
+	Scratch   string // absolute scratch root
+	TailLines int
+}
+
+var items = cachepool.DefineFamily(ItemPrefix, buildItem,
+	cachepool.MemberName(memberName),
+	cachepool.Cleanup(removeArtefact),
+	cachepool.Size(artefactSize),
+)
+
+// memberName gives the item's name and a hash of the whole parameter; it is
+// a pure function of p, so every process names p alike.
+func memberName(p itemParam) string {
+	h := xxhash.New()
+	var n [8]byte
+	field := func(s string) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	num := func(v int) {
+		binary.LittleEndian.PutUint64(n[:], uint64(int64(v)))
+		h.Write(n[:])
+	}
+	field(p.Name)
+	field(p.Run)
+	field(p.File)
+	num(p.Line)
+	field(p.Dir)
+	field(p.Env)
+	field(p.Scratch)
+	num(p.TailLines)
+	return fmt.Sprintf("%s@%016x", p.Name, h.Sum64())
+}
+
+// buildItem runs the item's command to build its artefact in this process's
+// scratch folder and returns the artefact's path.
+func buildItem(ctx context.Context, p itemParam) (string, error) {
+	fail := func(err error) error {
+		return &itemError{Item: p.Name, File: p.File, Line: p.Line, Err: err}
+	}
+	path, err := scratch.reserve(p.Scratch, p.Name)
+	if err != nil {
+		return "", fail(err)
+	}
+	var env []string
+	if p.Env != "" {
+		env = strings.Split(p.Env, "\x00")
+	}
+	env = append(commandEnv(env), workflow.ItemEnv+"="+path)
+	out, err := runShell(ctx, shellCmd{run: p.Run, dir: p.Dir, env: env, tailLines: p.TailLines})
+	switch {
+	case err != nil:
+		err = fail(err)
+	case out.exitCode != 0 || out.signal != "":
+		err = &CommandError{
+			Item: p.Name, File: p.File, Line: p.Line,
+			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
+		}
+	default:
+		if _, serr := os.Lstat(path); serr != nil {
+			err = fail(fmt.Errorf("%w (%s)", ErrNoArtefact, path))
+		}
+	}
+	if err != nil {
+		removeArtefact(path)
+		return "", err
+	}
+	return path, nil
+}
+
+// removeArtefact is the items' cleanup: it deletes the artefact and gives
+// its place in the scratch folder back.
+func removeArtefact(path string) {
+	if err := os.RemoveAll(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(os.Stderr, "poolrun: removing item artefact: %v\n", err)
+	}
+	scratch.release(path)
+}
+
+// artefactSize is the total size of the regular files at path.
+func artefactSize(path string) int64 {
+	var total int64
+	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			total += fi.Size()
+		}
+		return nil
+	})
+	return total
+}
