@@ -126,4 +126,3 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
-
