@@ -135,6 +135,11 @@ func TestInterruptAndInspect(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "generation") {
 		t.Errorf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The indexes of the source types are required from the start until
+	// their rules are done; inspect names them.
+	if !strings.Contains(r.stdout, "scaffold.index:granule@") {
+		t.Errorf("inspect does not list the granule index by name:\n%s", r.stdout)
+	}
 	t.Logf("inspect:\n%s", r.stdout)
 
 	cmd.Process.Signal(syscall.SIGINT)

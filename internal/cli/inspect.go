@@ -42,11 +42,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil || pid <= 0 {
 		return badInputf("poolrun inspect: %q is not a process id", fs.Arg(0))
 	}
-	f, err := findWindow(pid)
+	f, err := findFD(pid, "poolrun-window")
 	if err != nil {
-		return badInput(err)
+		return badInput(fmt.Errorf("poolrun inspect: %w", err))
 	}
 	defer f.Close()
+	names := readNames(pid)
 	w, err := shm.Open(f)
 	if err != nil {
 		return fmt.Errorf("poolrun inspect: %w", err)
@@ -62,32 +63,54 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout)
 	for _, k := range s.Keys {
-		name := "(an item this binary does not know by name)"
-		if h, ok := cachepool.Lookup(k); ok {
-			name = h.Name()
+		name, ok := names[k]
+		if !ok {
+			name = "(an item this binary does not know by name)"
+			if h, ok := cachepool.Lookup(k); ok {
+				name = h.Name()
+			}
 		}
 		fmt.Fprintf(stdout, "  %016x  %s\n", k, name)
 	}
 	return nil
 }
 
-// findWindow opens the window among the open descriptors of process pid.
-func findWindow(pid int) (*os.File, error) {
+// findFD opens the descriptor of process pid whose target names what,
+// such as "memfd:poolrun-window (deleted)".
+func findFD(pid int, what string) (*os.File, error) {
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("poolrun inspect: process %d: %w", pid, err)
+		return nil, fmt.Errorf("process %d: %w", pid, err)
 	}
 	for _, e := range entries {
 		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || !strings.Contains(target, "poolrun-window") {
+		if err != nil || !strings.Contains(target, what) {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("poolrun inspect: %w", err)
-		}
-		return f, nil
+		return os.Open(filepath.Join(dir, e.Name()))
 	}
-	return nil, fmt.Errorf("poolrun inspect: process %d has no poolrun window open (is it a running pool?)", pid)
+	return nil, fmt.Errorf("process %d has no %s open (is it a running pool's parent?)", pid, what)
+}
+
+// readNames reads the "key name" lines a running poolrun lists its items
+// in (see openNames); nil if there are none.
+func readNames(pid int) map[uint64]string {
+	f, err := findFD(pid, namesFile)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil
+	}
+	names := map[uint64]string{}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, name, ok := strings.Cut(l, " ")
+		if key, err := strconv.ParseUint(k, 16, 64); ok && err == nil {
+			names[key] = name
+		}
+	}
+	return names
 }

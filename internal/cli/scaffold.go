@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
@@ -95,8 +96,16 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 	s := newSession(&f.pool, stderr)
 	p := engine.New(s.options()...)
-	if _, err := scaffoldjobs.Queue(p, cfg, out); err != nil {
+	plan, err := scaffoldjobs.Queue(p, cfg, out)
+	if err != nil {
 		return err
+	}
+	var items []cachepool.Handle
+	for _, h := range plan.IndexItems {
+		items = append(items, h)
+	}
+	if f := openNames(items); f != nil {
+		defer f.Close()
 	}
 	runErr, wall := s.run(ctx, p)
 	if _, err := scaffold.RemoveTemp(out); err != nil && runErr == nil {

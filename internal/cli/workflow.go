@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/workflow"
@@ -78,6 +79,15 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	jobs, err := execflow.Queue(p, wf, execflow.Options{})
 	if err != nil {
 		return badInput(err)
+	}
+	if handles, err := execflow.ItemHandles(wf, execflow.Options{}); err == nil {
+		var items []cachepool.Handle
+		for _, h := range handles {
+			items = append(items, h)
+		}
+		if f := openNames(items); f != nil {
+			defer f.Close()
+		}
 	}
 	runErr, wall := s.run(ctx, p)
 	if runErr != nil && !f.quiet {
