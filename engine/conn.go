@@ -46,6 +46,9 @@ type pipeConn struct {
 	r   io.ReadCloser
 	cmd *exec.Cmd // nil in serial mode
 	p   int
+	// policy is the pool's eviction policy, sent in the handshake; the
+	// worker's answer must name the same.
+	policy EvictPolicy
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -57,8 +60,8 @@ type pipeConn struct {
 	served chan error
 }
 
-func newPipeConn(w io.WriteCloser, r io.ReadCloser) *pipeConn {
-	c := &pipeConn{w: w, r: r}
+func newPipeConn(w io.WriteCloser, r io.ReadCloser, policy EvictPolicy) *pipeConn {
+	c := &pipeConn{w: w, r: r, policy: policy}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -113,9 +116,12 @@ func (c *pipeConn) readLoop(slot *workerSlot, out chan<- msg) {
 		if kind != frameHello {
 			return fmt.Errorf("protocol: first frame is of kind %d, want a handshake", kind)
 		}
-		pid, err := d.hello()
+		pid, policy, err := d.hello()
 		if err != nil {
 			return err
+		}
+		if policy != c.policy {
+			return fmt.Errorf("protocol: the worker applies eviction policy %v, the pool asked for %v", policy, c.policy)
 		}
 		c.p = int(pid)
 		out <- msg{slot: slot, c: c, hello: true}
@@ -199,7 +205,7 @@ func (c *pipeConn) terminate(grace time.Duration) {
 
 // startProcess starts worker slot.index as a re-execution of this binary,
 // on the spawner thread (see spawner), and its conn's goroutines.
-func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, out chan<- msg) (*pipeConn, error) {
+func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, policy EvictPolicy, out chan<- msg) (*pipeConn, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("engine: finding this program to start workers: %w", err)
@@ -207,22 +213,16 @@ func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, out chan<- msg
 	// The parent's ends are non-blocking (its goroutines wait in the network
 	// poller, holding no thread); exec hands the worker its ends in blocking
 	// mode, which suits a process that does one thing at a time.
-	jobsR, jobsW, err := os.Pipe()
+	jobsR, jobsW, repR, repW, err := pipes()
 	if err != nil {
-		return nil, fmt.Errorf("engine: pipe: %w", err)
-	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		return nil, fmt.Errorf("engine: pipe: %w", err)
+		return nil, err
 	}
 	setPipeSize(jobsW)
 	setPipeSize(repW)
 
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", envWorker, protoVersion))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
 	cmd.Stdin = nil
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
@@ -236,11 +236,11 @@ func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, out chan<- msg
 		repR.Close()
 		return nil, fmt.Errorf("engine: starting worker %d: %w", slot.index, err)
 	}
-	c := newPipeConn(jobsW, repR)
+	c := newPipeConn(jobsW, repR, policy)
 	c.cmd = cmd
 	c.p = cmd.Process.Pid
 	var e enc
-	e.hello(slot.index)
+	e.hello(slot.index, policy)
 	c.send(e.b)
 	go c.writeLoop()
 	go c.readLoop(slot, out)
@@ -249,18 +249,12 @@ func startProcess(sp *spawner, slot *workerSlot, win *shm.Window, out chan<- msg
 
 // startLocal starts the serial worker: the same serve loop as a worker
 // process, in a goroutine of this process, over in-process pipes.
-func startLocal(slot *workerSlot, win *shm.Window, cache *cachepool.Cache, out chan<- msg) (*pipeConn, error) {
-	jobsR, jobsW, err := os.Pipe()
+func startLocal(slot *workerSlot, win *shm.Window, cache *cachepool.Cache, policy EvictPolicy, out chan<- msg) (*pipeConn, error) {
+	jobsR, jobsW, repR, repW, err := pipes()
 	if err != nil {
-		return nil, fmt.Errorf("engine: pipe: %w", err)
+		return nil, err
 	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		return nil, fmt.Errorf("engine: pipe: %w", err)
-	}
-	c := newPipeConn(jobsW, repR)
+	c := newPipeConn(jobsW, repR, policy)
 	c.p = os.Getpid()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -272,9 +266,22 @@ func startLocal(slot *workerSlot, win *shm.Window, cache *cachepool.Cache, out c
 		c.served <- err
 	}()
 	var e enc
-	e.hello(slot.index)
+	e.hello(slot.index, policy)
 	c.send(e.b)
 	go c.writeLoop()
 	go c.readLoop(slot, out)
 	return c, nil
+}
+
+// pipes makes the two pipes of a conn: jobs (parent to worker) and replies.
+func pipes() (jobsR, jobsW, repR, repW *os.File, err error) {
+	if jobsR, jobsW, err = os.Pipe(); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+	}
+	if repR, repW, err = os.Pipe(); err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+	}
+	return jobsR, jobsW, repR, repW, nil
 }

@@ -45,6 +45,11 @@
 // that job runs, and at the end of the pool every worker clears its cache,
 // running the items' cleanups, before it exits.
 //
+// That is the default policy, [EvictStale]. For comparison, [Evict] selects
+// another on the same path: [EvictNever] keeps every item until the end of
+// the pool (as a sync.Once would), [EvictEachJob] clears the cache after
+// every job. The package github.com/poolrun/poolrun/bench measures them.
+//
 // # Workers
 //
 // [Workers](n) starts n worker processes; Workers(0) runs the very same loop

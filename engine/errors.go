@@ -71,9 +71,10 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return "panic: " + e.Value }
 
-// A RemoteError is an error returned by a job function in a worker process.
-// Only its message crosses the process boundary, so errors.Is against the
-// function's own sentinel errors only works in serial mode.
+// A RemoteError is an error returned by a job function. Only its message
+// crosses the process boundary, and serial mode takes the same path, so
+// errors.Is against the function's own sentinel errors does not work in
+// either mode: compare messages, or return data in the result instead.
 type RemoteError struct{ Msg string }
 
 func (e *RemoteError) Error() string { return e.Msg }

@@ -44,6 +44,7 @@ type config struct {
 	capacity int
 	listener func(Event)
 	tick     time.Duration
+	evict    EvictPolicy
 }
 
 // Workers sets the number of worker processes (default [runtime.NumCPU]).

@@ -34,7 +34,7 @@ var errStopped = errors.New("stopped")
 // holds before it exits.
 func (p *Pool) Run(ctx context.Context) error {
 	if isWorker() {
-		return fmt.Errorf("engine: Pool.Run in a worker process: main must call engine.Init() before anything else (%s is set)", envWorker)
+		return fmt.Errorf("engine: Pool.Run in a worker process: main must call engine.Init() before anything else (%s is set)", WorkerEnv)
 	}
 	p.mu.Lock()
 	if p.state != PoolIdle {
@@ -126,9 +126,9 @@ func (r *run) startWorker(s *workerSlot) error {
 	var c *pipeConn
 	var err error
 	if r.serial {
-		c, err = startLocal(s, r.p.win, r.cache, r.msgs)
+		c, err = startLocal(s, r.p.win, r.cache, r.p.cfg.evict, r.msgs)
 	} else {
-		c, err = startProcess(r.sp, s, r.p.win, r.msgs)
+		c, err = startProcess(r.sp, s, r.p.win, r.p.cfg.evict, r.msgs)
 	}
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 1
+	protoVersion = 2
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -59,7 +59,7 @@ type reply struct {
 	payload []byte // result (gob) for outcomeOK, message otherwise
 	stack   []byte // outcomePanic only
 	stats   cachepool.Stats
-	evicted int // items evicted before this job ran
+	evicted int // items evicted for this job: before it ran, and after it under EvictEachJob
 }
 
 // enc appends the fields of a frame to a buffer.
@@ -90,11 +90,15 @@ func (e *enc) stats(s cachepool.Stats) {
 	e.int(int64(s.BuildTime))
 }
 
-func (e *enc) hello(index int) {
+// hello encodes a handshake: the parent sends the worker's index and the
+// pool's eviction policy; the worker answers with its pid and the policy it
+// applies.
+func (e *enc) hello(index int, policy EvictPolicy) {
 	at := e.begin(frameHello)
 	e.b = append(e.b, protoMagic...)
 	e.uint(protoVersion)
 	e.uint(uint64(index))
+	e.uint(uint64(policy))
 	e.end(at)
 }
 
@@ -222,16 +226,23 @@ func (d *dec) stats() cachepool.Stats {
 	}
 }
 
-// hello checks a hello frame's payload and returns the number it carries.
-func (d *dec) hello() (uint64, error) {
+// hello checks a hello frame's payload and returns the number and the
+// eviction policy it carries.
+func (d *dec) hello() (uint64, EvictPolicy, error) {
 	if m := d.raw(len(protoMagic)); string(m) != protoMagic {
-		return 0, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
+		return 0, 0, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
 	}
 	if v := d.uint(); v != protoVersion {
-		return 0, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
+		return 0, 0, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
 	}
-	n := d.uint()
-	return n, d.err
+	n, pol := d.uint(), d.uint()
+	if d.err != nil {
+		return 0, 0, d.err
+	}
+	if pol >= numPolicies {
+		return 0, 0, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
+	}
+	return n, EvictPolicy(pol), nil
 }
 
 func (d *dec) job() (*task, error) {

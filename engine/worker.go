@@ -18,8 +18,10 @@ import (
 	"github.com/poolrun/poolrun/shm"
 )
 
-// envWorker marks a worker process; its value is the protocol version.
-const envWorker = "POOLRUN_WORKER"
+// WorkerEnv is the environment variable that marks a worker process; its
+// value is the protocol version. Programs that start other programs from
+// jobs should remove it from their environment.
+const WorkerEnv = "POOLRUN_WORKER"
 
 // The descriptors a worker inherits, after stdin, stdout and stderr.
 const (
@@ -42,7 +44,7 @@ const workerExitGrace = 500 * time.Millisecond
 // the running job return (its context is cancelled) for up to half a
 // second, runs the cleanups of its cached items and exits.
 func Init() {
-	v, ok := os.LookupEnv(envWorker)
+	v, ok := os.LookupEnv(WorkerEnv)
 	if !ok {
 		return
 	}
@@ -51,7 +53,7 @@ func Init() {
 
 // isWorker reports whether this process was started as a worker.
 func isWorker() bool {
-	_, ok := os.LookupEnv(envWorker)
+	_, ok := os.LookupEnv(WorkerEnv)
 	return ok
 }
 
@@ -67,6 +69,12 @@ func serveProcess(version string) int {
 	out := os.NewFile(fdReply, "replies")
 	if winFile == nil || in == nil || out == nil {
 		return notAWorker()
+	}
+	// The protocol's descriptors are this process's alone: processes that
+	// jobs start must not inherit them (a child that outlived its job would
+	// keep the reply pipe open, or could write into the protocol).
+	for _, fd := range []int{fdWindow, fdJobs, fdReply} {
+		syscall.CloseOnExec(fd)
 	}
 	win, err := shm.Open(winFile)
 	if err != nil {
@@ -120,7 +128,7 @@ func serveProcess(version string) int {
 
 func notAWorker() int {
 	fmt.Fprintf(os.Stderr, "poolrun worker: this process was started as a worker (%s is set) but has no pool to serve.\n"+
-		"Workers are started by a running pool; unset %s to run the program itself.\n", envWorker, envWorker)
+		"Workers are started by a running pool; unset %s to run the program itself.\n", WorkerEnv, WorkerEnv)
 	return 2
 }
 
@@ -146,15 +154,16 @@ type windowView interface {
 
 // runner holds a worker's state between jobs.
 type runner struct {
-	win   windowView
-	cache *cachepool.Cache
-	snap  shm.Snapshot
-	have  bool // snap is valid
+	win    windowView
+	cache  *cachepool.Cache
+	policy EvictPolicy
+	snap   shm.Snapshot
+	have   bool // snap is valid
 }
 
-// sync brings the worker's view of the window to at least generation gen and
-// evicts from its cache every item the window no longer lists. It returns
-// the number of items evicted.
+// sync brings the worker's view of the window to at least generation gen
+// and, under EvictStale, evicts from its cache every item the window no
+// longer lists. It returns the number of items evicted.
 func (r *runner) sync(gen uint64) (int, error) {
 	if !r.have || r.win.Gen() != r.snap.Gen {
 		deadline := time.Time{}
@@ -176,7 +185,22 @@ func (r *runner) sync(gen uint64) (int, error) {
 			}
 		}
 	}
+	if r.policy != EvictStale {
+		// EvictNever keeps everything; under EvictEachJob the cache was
+		// cleared after the previous job (see afterJob).
+		return 0, nil
+	}
 	return len(r.cache.EvictGen(r.snap.Gen, r.snap.Contains)), nil
+}
+
+// afterJob applies the policy once a job has returned, whatever its
+// outcome: EvictEachJob clears the cache. It returns the number of items
+// evicted.
+func (r *runner) afterJob() int {
+	if r.policy != EvictEachJob {
+		return 0
+	}
+	return len(r.cache.Clear())
 }
 
 // run runs one task and returns its reply.
@@ -209,6 +233,7 @@ func (r *runner) run(ctx context.Context, t *task) *reply {
 		}
 	}
 	rep.elapsed = time.Since(rep.start)
+	rep.evicted += r.afterJob()
 	rep.stats = r.cache.Stats()
 	return rep
 }
@@ -224,7 +249,8 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 }
 
 // serve is a worker's loop, the same in a worker process and in serial mode:
-// answer the handshake, then run each job frame in order and reply to it,
+// answer the handshake (which names the pool's eviction policy), then run
+// each job frame in order under that policy and reply to it,
 // until a stop frame (clear the cache, say goodbye) or the end of the input
 // (the parent is gone). It returns ctx.Err() when ctx has ended after a job.
 //
@@ -239,16 +265,17 @@ func serve(ctx context.Context, in io.Reader, out io.Writer, win windowView, cac
 	if kind != frameHello {
 		return fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
 	}
-	if _, err := d.hello(); err != nil {
+	_, policy, err := d.hello()
+	if err != nil {
 		return err
 	}
 	var e enc
-	e.hello(os.Getpid())
+	e.hello(os.Getpid(), policy)
 	if _, err := out.Write(e.b); err != nil {
 		return err
 	}
 
-	r := &runner{win: win, cache: cache}
+	r := &runner{win: win, cache: cache, policy: policy}
 	for {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -1,0 +1,31 @@
+// Package bench holds poolrun's benchmarks that compare designs and
+// eviction policies side by side. It has no code of its own: everything is
+// in its _test.go files, run with
+//
+//	go test -run '^$' -bench . -benchmem ./bench/
+//
+// The groups, each reporting its figures with testing.B.ReportMetric so
+// that benchstat can compare runs:
+//
+//   - BenchmarkPolicies: the engine's eviction policies (engine.EvictStale,
+//     engine.EvictNever, engine.EvictEachJob) on the scaffold workload and on
+//     a phased pipeline, two workers: wall time, builds, hits, evictions,
+//     peak and mean cache bytes.
+//   - BenchmarkRequiredSetTransport: the shared window against sending the
+//     whole required set inside every job message (an alternative design
+//     written only here), for 10, 100 and 1000 required keys and 1 to 8
+//     workers: cost and bytes per dispatch.
+//   - BenchmarkDispatch: no-op jobs, and jobs that only get a resident
+//     item, through the pool: jobs/s.
+//   - BenchmarkSnapshot: a worker's copy of the window, with the writer
+//     idle and with a writer publishing in another process.
+//
+// The maintenance of the required set (the engine's per-key reference
+// counts against rescanning every job on each completion) needs the
+// engine's internals and is measured in package engine:
+// BenchmarkRequiredSet in engine/bench_internal_test.go. README.md beside
+// this file says how to run and compare, and shows measured figures.
+//
+// The test binary starts worker processes (it is its own worker: TestMain
+// calls engine.Init first) and, for BenchmarkSnapshot, a publisher process.
+package bench

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// envRole makes the test binary play a part instead of running the
+// benchmarks (see BenchmarkSnapshot's publisher).
+const envRole = "POOLRUN_BENCH_ROLE"
+
+func TestMain(m *testing.M) {
+	engine.Init() // first: in a worker process it serves jobs and exits
+	switch role := os.Getenv(envRole); role {
+	case "":
+		os.Exit(m.Run())
+	case "publisher":
+		os.Exit(rolePublisher())
+	default:
+		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
+		os.Exit(2)
+	}
+}
+
+// sizes is the one table of sizes the benchmarks share.
+var sizes = struct {
+	// keys is the number of required keys: in the window, or in every job
+	// message (BenchmarkRequiredSetTransport, BenchmarkSnapshot).
+	keys []int
+	// workers is the number of worker processes (BenchmarkRequiredSetTransport,
+	// BenchmarkDispatch).
+	workers []int
+	// policyWorkers is the number of workers of BenchmarkPolicies.
+	policyWorkers int
+	// scale is the --scale of the scaffold workload in BenchmarkPolicies:
+	// one pool run takes a few seconds on a 2-core machine.
+	scale float64
+	// inFlight is the number of jobs BenchmarkRequiredSetTransport keeps
+	// queued or running at once.
+	inFlight int
+}{
+	keys:          []int{10, 100, 1000},
+	workers:       []int{1, 2, 4, 8},
+	policyWorkers: 2,
+	scale:         0.5,
+	inFlight:      16,
+}
+
+// policies are the engine's eviction policies, in the order of the tables.
+var policies = []engine.EvictPolicy{engine.EvictStale, engine.EvictNever, engine.EvictEachJob}
+
+// keyHandle stands for a cache item that is listed in the window but never
+// built: only its key matters.
+type keyHandle string
+
+func (h keyHandle) Name() string { return string(h) }
+func (h keyHandle) Key() uint64  { return cachepool.Key(string(h)) }
+
+// residentItem is a small item that jobs get; it stays resident in every
+// worker that built it, so that each eviction check has an item to judge.
+var residentItem = cachepool.Define("bench.resident", func(context.Context) (*[64]byte, error) {
+	return new([64]byte), nil
+}, cachepool.Size(func(*[64]byte) int64 { return 64 }))
+
+// bytesWritten returns the bytes this process has passed to write(2) so far
+// (wchar in /proc/self/io): frames to the workers, in a benchmark that
+// writes nothing else. ok is false where the file is missing.
+func bytesWritten() (n int64, ok bool) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if v, found := bytes.CutPrefix(sc.Bytes(), []byte("wchar: ")); found {
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

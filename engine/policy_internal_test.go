@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/shm"
+)
+
+var (
+	policyA = cachepool.Define("engine.policy.A", func(context.Context) (int, error) { return 1, nil })
+	policyB = cachepool.Define("engine.policy.B", func(context.Context) (int, error) { return 2, nil })
+
+	// policyGet gets the named items (of policyA and policyB).
+	policyGet = Register("engine.policy.get", func(ctx context.Context, names []string) (int, error) {
+		for _, n := range names {
+			it := map[string]*cachepool.Item[int]{"A": policyA, "B": policyB}[n]
+			if _, err := it.Get(ctx); err != nil {
+				return 0, err
+			}
+		}
+		return len(names), nil
+	})
+)
+
+// TestRunnerPolicy runs two jobs through a worker's runner under each
+// policy: the first needs A and B while the window lists both, the second
+// needs B once the window lists only B.
+func TestRunnerPolicy(t *testing.T) {
+	type after struct{ evicted, builds, evictions, resident int }
+	tests := []struct {
+		name   string
+		policy EvictPolicy
+		want   [2]after
+	}{
+		// A goes before the second job: it is no longer listed.
+		{"stale", EvictStale, [2]after{{0, 2, 0, 2}, {1, 2, 1, 1}}},
+		// Nothing goes during the pool.
+		{"never", EvictNever, [2]after{{0, 2, 0, 2}, {0, 2, 0, 2}}},
+		// Everything goes after every job; the second builds B again.
+		{"each-job", EvictEachJob, [2]after{{2, 2, 2, 0}, {1, 3, 3, 0}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			win, err := shm.Create(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer win.Close()
+			r := &runner{win: win, cache: cachepool.New(), policy: tc.policy}
+			defer r.cache.Clear()
+			steps := []struct {
+				window []uint64
+				needs  []string
+			}{
+				{[]uint64{policyA.Key(), policyB.Key()}, []string{"A", "B"}},
+				{[]uint64{policyB.Key()}, []string{"B"}},
+			}
+			for i, s := range steps {
+				gen, err := win.Publish(s.window)
+				if err != nil {
+					t.Fatal(err)
+				}
+				arg, err := encodeValue(s.needs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := r.run(context.Background(), &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
+				if rep.outcome != outcomeOK {
+					t.Fatalf("job %d: outcome %d: %s", i+1, rep.outcome, rep.payload)
+				}
+				got := after{rep.evicted, int(rep.stats.Misses), int(rep.stats.Evictions), rep.stats.Resident}
+				if got != tc.want[i] {
+					t.Errorf("after job %d: {evicted builds evictions resident} = %v, want %v", i+1, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestHelloPolicy(t *testing.T) {
+	for _, pol := range []EvictPolicy{EvictStale, EvictNever, EvictEachJob} {
+		var e enc
+		e.hello(7, pol)
+		kind, d, err := newFrameReader(strings.NewReader(string(e.b))).next()
+		if err != nil || kind != frameHello {
+			t.Fatalf("%v: frame kind %d, %v", pol, kind, err)
+		}
+		n, got, err := d.hello()
+		if err != nil || n != 7 || got != pol {
+			t.Errorf("hello(7, %v) decodes as %d, %v, %v", pol, n, got, err)
+		}
+	}
+	var e enc
+	e.hello(7, numPolicies)
+	_, d, err := newFrameReader(strings.NewReader(string(e.b))).next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.hello(); err == nil || !strings.Contains(err.Error(), "unknown eviction policy") {
+		t.Errorf("hello with policy %d: error %v, want an unknown policy", numPolicies, err)
+	}
+}
+
+func TestEvictUnknownPanics(t *testing.T) {
+	defer func() {
+		if v := recover(); v == nil || !strings.HasPrefix(v.(string), "engine: Evict") {
+			t.Errorf("Evict(%d) recovered %v, want a panic naming engine: Evict", numPolicies, v)
+		}
+	}()
+	Evict(numPolicies)
+}
+
+func TestPolicyString(t *testing.T) {
+	for p, want := range map[EvictPolicy]string{EvictStale: "stale", EvictNever: "never", EvictEachJob: "each-job", 9: "policy(9)"} {
+		if got := p.String(); got != want {
+			t.Errorf("EvictPolicy(%d).String() = %q, want %q", uint8(p), got, want)
+		}
+	}
+}
