@@ -95,7 +95,7 @@ type Pool struct {
 	mu       sync.Mutex
 	state    PoolState
 	jobs     []*job
-	queue    []*job // Queued jobs in order; may hold finished ones, skipped
+	queue    readyQueue // Queued jobs, lowest id first (see readyQueue)
 	refs     map[uint64]int32
 	dirty    bool // the set of keys with refs > 0 changed since the last publish
 	counts   [numStatuses]int
@@ -240,7 +240,7 @@ func (p *Pool) add(j *job) {
 		p.finish(j, Cancelled, fmt.Errorf("queued after a failure: %w", ErrFailFast))
 	case j.waiting == 0:
 		p.setStatus(j, Queued)
-		p.queue = append(p.queue, j)
+		p.queue.push(j)
 	}
 }
 
@@ -296,7 +296,7 @@ func (p *Pool) finish(j *job, s Status, err error) {
 			if e.s == Succeeded {
 				if d.waiting--; d.waiting == 0 {
 					p.setStatus(d, Queued)
-					p.queue = append(p.queue, d)
+					p.queue.push(d)
 				}
 				continue
 			}

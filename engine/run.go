@@ -218,16 +218,16 @@ func (r *run) dispatchLocked() {
 		return
 	}
 	gen := p.win.Gen()
-	i := 0
-	for ; i < len(p.queue); i++ {
-		j := p.queue[i]
+	for j := p.queue.peek(); j != nil; j = p.queue.peek() {
 		if j.Status() != Queued {
+			p.queue.pop()
 			continue
 		}
 		s := r.pickLocked()
 		if s == nil {
 			break
 		}
+		p.queue.pop()
 		if j.argErr != nil {
 			p.finish(j, Failed, j.argErr)
 			continue
@@ -237,7 +237,6 @@ func (r *run) dispatchLocked() {
 		p.setStatus(j, Running)
 		s.frames.job(&task{id: uint64(j.id), gen: gen, fn: j.fn.name, arg: j.arg})
 	}
-	p.queue = p.queue[:copy(p.queue, p.queue[i:])]
 
 	for _, s := range p.slots {
 		if len(s.frames.b) > 0 {
@@ -361,9 +360,10 @@ func (r *run) diedLocked(s *workerSlot, why error) {
 			p.finish(j, Aborted, err)
 			continue
 		}
-		// It never started: back to the front of the queue.
+		// It never started: back to the queue, where its id puts it
+		// before the jobs queued after it.
 		p.setStatus(j, Queued)
-		p.queue = slices.Insert(p.queue, i-1, j)
+		p.queue.push(j)
 	}
 	s.inflight = s.inflight[:0]
 	if stopping || r.fatal != nil || p.state != PoolRunning {
