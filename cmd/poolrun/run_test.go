@@ -172,3 +172,39 @@ func scratchFolders(pids []int) []string {
 	}
 	return out
 }
+
+// TestRunKilled kills poolrun itself with SIGKILL while a job's command
+// (with a child of its own) runs: no worker and no command may outlive it by
+// more than a second.
+func TestRunKilled(t *testing.T) {
+	dir := t.TempDir()
+	wf := "jobs:\n  - id: long\n    run: echo $$ > long.pid; sleep 30 & sleep 30; wait\n"
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
+	cmd := exec.Command(poolrunBin, "run", "-j", "2", "--quiet", "wf.yaml")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var shell int
+	deadline := time.Now().Add(60 * time.Second)
+	for shell == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(filepath.Join(dir, "long.pid"))
+		shell, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	if shell == 0 {
+		t.Fatal("the job did not start within a minute")
+	}
+	workers := proctest.Children(cmd.Process.Pid)
+	sleeps := proctest.Children(shell)
+	if len(workers) == 0 || len(sleeps) == 0 {
+		t.Fatalf("workers %v, the command's children %v", workers, sleeps)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	all := append(append(workers, shell), sleeps...)
+	if left := proctest.WaitGone(all, time.Second); len(left) > 0 {
+		t.Errorf("processes %v outlived the killed poolrun by more than a second (workers %v, shell %d, its children %v)", left, workers, shell, sleeps)
+	}
+}
