@@ -109,14 +109,7 @@ func (c *pipeConn) close() {
 func (c *pipeConn) readLoop(slot *workerSlot, out chan<- msg) {
 	fr := newFrameReader(c.r)
 	err := func() error {
-		kind, d, err := fr.next()
-		if err != nil {
-			return fmt.Errorf("no handshake: %w", err)
-		}
-		if kind != frameHello {
-			return fmt.Errorf("protocol: first frame is of kind %d, want a handshake", kind)
-		}
-		pid, policy, err := d.hello()
+		pid, policy, err := fr.hello()
 		if err != nil {
 			return err
 		}

@@ -245,6 +245,19 @@ func (d *dec) hello() (uint64, EvictPolicy, error) {
 	return n, EvictPolicy(pol), nil
 }
 
+// hello reads the first frame of a stream, which must be a handshake, and
+// returns the number (worker index or pid) and policy it carries.
+func (fr *frameReader) hello() (uint64, EvictPolicy, error) {
+	kind, d, err := fr.next()
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: protocol: reading the handshake: %w", err)
+	}
+	if kind != frameHello {
+		return 0, 0, fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
+	}
+	return d.hello()
+}
+
 func (d *dec) job() (*task, error) {
 	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
 	return t, d.err

@@ -258,14 +258,7 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 // a signal handler may end the process at once.
 func serve(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache, idle *atomic.Bool) error {
 	fr := newFrameReader(in)
-	kind, d, err := fr.next()
-	if err != nil {
-		return fmt.Errorf("reading the handshake: %w", err)
-	}
-	if kind != frameHello {
-		return fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
-	}
-	_, policy, err := d.hello()
+	_, policy, err := fr.hello()
 	if err != nil {
 		return err
 	}

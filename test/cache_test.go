@@ -149,25 +149,7 @@ func count(lines []string, w string) int {
 // A(P) -> B(P,Q) -> C(Q) -> D() -> E(P).
 func agreementPool(t *testing.T, workers int) (*engine.Pool, *recorder, []*engine.Job[string]) {
 	rec := &recorder{}
-	p := engine.New(engine.Workers(workers), engine.OnEvent(rec.add))
-	steps := []use{
-		{"A", []string{"test.P"}},
-		{"B", []string{"test.P", "test.Q"}},
-		{"C", []string{"test.Q"}},
-		{"D", nil},
-		{"E", []string{"test.P"}},
-	}
-	var jobs []*engine.Job[string]
-	for _, s := range steps {
-		var opts []engine.JobOption
-		for _, name := range s.Items {
-			opts = append(opts, engine.Needs(items[name]))
-		}
-		if len(jobs) > 0 {
-			opts = append(opts, engine.After(jobs[len(jobs)-1]))
-		}
-		jobs = append(jobs, engine.Queue(p, useItems, s, opts...))
-	}
+	p, jobs := policyChain(engine.Workers(workers), engine.OnEvent(rec.add))
 	return p, rec, jobs
 }
 

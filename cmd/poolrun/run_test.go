@@ -121,23 +121,7 @@ jobs:
     needs: [big]
     run: echo $$ > long.pid; sleep 30 & sleep 30; wait
 `
-	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
-	cmd := exec.Command(poolrunBin, "run", "-j", "2", "--quiet", "--report", "report.json", "wf.yaml")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var shell int
-	deadline := time.Now().Add(60 * time.Second)
-	for shell == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		data, _ := os.ReadFile(filepath.Join(dir, "long.pid"))
-		shell, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-	}
-	if shell == 0 {
-		t.Fatal("the job did not start within a minute")
-	}
+	cmd, shell := startLongJob(t, dir, wf, "--report", "report.json")
 	workers := proctest.Children(cmd.Process.Pid)
 	scratch := scratchFolders(workers)
 	if len(scratch) == 0 {
@@ -179,23 +163,7 @@ func scratchFolders(pids []int) []string {
 func TestRunKilled(t *testing.T) {
 	dir := t.TempDir()
 	wf := "jobs:\n  - id: long\n    run: echo $$ > long.pid; sleep 30 & sleep 30; wait\n"
-	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
-	cmd := exec.Command(poolrunBin, "run", "-j", "2", "--quiet", "wf.yaml")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var shell int
-	deadline := time.Now().Add(60 * time.Second)
-	for shell == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		data, _ := os.ReadFile(filepath.Join(dir, "long.pid"))
-		shell, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-	}
-	if shell == 0 {
-		t.Fatal("the job did not start within a minute")
-	}
+	cmd, shell := startLongJob(t, dir, wf)
 	workers := proctest.Children(cmd.Process.Pid)
 	sleeps := proctest.Children(shell)
 	if len(workers) == 0 || len(sleeps) == 0 {
@@ -207,4 +175,28 @@ func TestRunKilled(t *testing.T) {
 	if left := proctest.WaitGone(all, time.Second); len(left) > 0 {
 		t.Errorf("processes %v outlived the killed poolrun by more than a second (workers %v, shell %d, its children %v)", left, workers, shell, sleeps)
 	}
+}
+
+// startLongJob starts "poolrun run -j 2 --quiet [args] wf.yaml" in dir on
+// the workflow wf, whose job writes its shell's pid to long.pid, and waits
+// for that pid. The process is killed at the end of the test.
+func startLongJob(t *testing.T, dir, wf string, args ...string) (*exec.Cmd, int) {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
+	cmd := exec.Command(poolrunBin, append(append([]string{"run", "-j", "2", "--quiet"}, args...), "wf.yaml")...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(filepath.Join(dir, "long.pid"))
+		if shell, _ := strconv.Atoi(strings.TrimSpace(string(data))); shell > 0 {
+			return cmd, shell
+		}
+	}
+	t.Fatal("the job did not start within a minute")
+	return nil, 0
 }
