@@ -56,7 +56,8 @@
 // serially in a goroutine of this process, with the same statuses, events,
 // window and eviction. A worker whose process dies is replaced; the job it
 // was running is Aborted with [ErrWorkerDied]. A worker exits on its own
-// when its parent dies. Short jobs are streamed to a worker a few at a time
+// when its parent dies. Among the jobs whose dependencies are met, the one
+// queued first starts first. Short jobs are streamed to a worker a few at a time
 // so that it never waits for a round trip; long ones go one at a time to
 // whichever worker is free.
 //
