@@ -58,7 +58,7 @@
 // was running is Aborted with [ErrWorkerDied]. A worker exits on its own
 // when its parent dies. Among the jobs whose dependencies are met, the one
 // queued first starts first. Short jobs are streamed to a worker a few at a time
-// so that it never waits for a round trip; long ones go one at a time to
+// so that it rarely waits for a round trip; long ones go one at a time to
 // whichever worker is free.
 //
 // The wire protocol between the parent and its workers is described in

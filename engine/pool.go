@@ -124,7 +124,6 @@ type workerSlot struct {
 	index    int
 	c        conn
 	ready    bool
-	starting time.Time
 	inflight []*job
 	jobs     int
 	restarts int

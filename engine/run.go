@@ -83,8 +83,7 @@ type run struct {
 	p       *Pool
 	msgs    chan msg
 	sp      *spawner
-	cache   *cachepool.Cache // serial mode's
-	serial  bool
+	cache   *cachepool.Cache // serial mode's in-process worker cache; nil with worker processes
 	fatal   error
 	publish []uint64
 }
@@ -100,7 +99,6 @@ func (r *run) start() error {
 	p.win = win
 	n := p.cfg.workers
 	if n == 0 {
-		r.serial = true
 		r.cache = cachepool.New()
 		n = 1
 	} else {
@@ -125,7 +123,7 @@ func (r *run) start() error {
 func (r *run) startWorker(s *workerSlot) error {
 	var c *pipeConn
 	var err error
-	if r.serial {
+	if r.cache != nil {
 		c, err = startLocal(s, r.p.win, r.cache, r.p.cfg.evict, r.msgs)
 	} else {
 		c, err = startProcess(r.sp, s, r.p.win, r.p.cfg.evict, r.msgs)
@@ -133,7 +131,7 @@ func (r *run) startWorker(s *workerSlot) error {
 	if err != nil {
 		return err
 	}
-	s.c, s.ready, s.starting, s.stopping = c, false, time.Now(), false
+	s.c, s.ready, s.stopping = c, false, false
 	return nil
 }
 

@@ -42,16 +42,14 @@ const (
 
 // task is a job as a worker sees it.
 type task struct {
-	id   uint64
-	gen  uint64 // the worker must see at least this window generation
-	fn   string
-	arg  []byte
-	keys []uint64 // unused on the wire; the local worker's copy of the job's items
+	id  uint64
+	gen uint64 // the worker must see at least this window generation
+	fn  string
+	arg []byte
 }
 
-// reply is a worker's report of one finished job, or of its end (bye).
+// reply is a worker's report of one finished job.
 type reply struct {
-	kind    byte
 	id      uint64
 	outcome byte
 	start   time.Time
@@ -264,7 +262,7 @@ func (d *dec) job() (*task, error) {
 }
 
 func (d *dec) done() (*reply, error) {
-	r := &reply{kind: frameDone, id: d.uint(), outcome: d.byte()}
+	r := &reply{id: d.uint(), outcome: d.byte()}
 	r.start = time.Unix(0, d.int())
 	r.elapsed = time.Duration(d.int())
 	r.payload = d.bytes()

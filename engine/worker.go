@@ -205,7 +205,7 @@ func (r *runner) afterJob() int {
 
 // run runs one task and returns its reply.
 func (r *runner) run(ctx context.Context, t *task) *reply {
-	rep := &reply{kind: frameDone, id: t.id}
+	rep := &reply{id: t.id}
 	evicted, err := r.sync(t.gen)
 	rep.evicted = evicted
 	rep.start = time.Now()

@@ -232,7 +232,7 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	if _, err := scaffoldjobs.Queue(p, cfg, dir); err != nil {
 		return run, err
 	}
-	runErr, wall := s.run(ctx, p)
+	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
 		return run, fmt.Errorf("poolrun bench: policy %s: %w", pol, runErr)
 	}

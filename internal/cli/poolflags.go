@@ -129,9 +129,9 @@ func (s *session) event(e engine.Event) {
 	}
 }
 
-// run runs p with the progress display, and returns Run's error and the
-// wall time.
-func (s *session) run(ctx context.Context, p *engine.Pool) (error, time.Duration) {
+// run runs p with the progress display, and returns the wall time and
+// Run's error.
+func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error) {
 	if !s.flags.quiet {
 		s.prog = newProgress(ctx, s.stderr)
 	}
@@ -141,7 +141,7 @@ func (s *session) run(ctx context.Context, p *engine.Pool) (error, time.Duration
 	if s.prog != nil {
 		s.prog.stop()
 	}
-	return err, wall
+	return wall, err
 }
 
 // report is the JSON report.

@@ -107,7 +107,7 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if f := openNames(items); f != nil {
 		defer f.Close()
 	}
-	runErr, wall := s.run(ctx, p)
+	wall, runErr := s.run(ctx, p)
 	if _, err := scaffold.RemoveTemp(out); err != nil && runErr == nil {
 		runErr = err
 	}

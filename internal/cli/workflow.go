@@ -89,7 +89,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			defer f.Close()
 		}
 	}
-	runErr, wall := s.run(ctx, p)
+	wall, runErr := s.run(ctx, p)
 	if runErr != nil && !f.quiet {
 		printFailures(stderr, wf, jobs)
 	}

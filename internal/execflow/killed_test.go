@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -86,23 +86,12 @@ func TestParentKilled(t *testing.T) {
 
 	waitGroupGone(t, pgid)
 	deadline := time.Now().Add(10 * time.Second)
-	for processLive(worker) || len(scratchLeft(t, root)) > 0 {
+	for proctest.Alive(worker) || len(scratchLeft(t, root)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after the parent was killed: worker %d alive: %v; scratch root holds %q",
-				worker, processLive(worker), scratchLeft(t, root))
+				worker, proctest.Alive(worker), scratchLeft(t, root))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("the worker and the command were gone %v after the parent", time.Since(killed).Round(10*time.Millisecond))
-}
-
-// processLive reports whether process pid exists and is not a zombie.
-func processLive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
