@@ -46,11 +46,10 @@ type Dep interface {
 // A Job is a queued call of a registered function. Its methods are safe for
 // concurrent use.
 type Job[R any] struct {
-	j       *job
-	decode  sync.Once
-	val     R
-	decErr  error
-	decoded bool
+	j      *job
+	decode sync.Once
+	val    R
+	decErr error
 }
 
 func (j *Job[R]) job() *job { return j.j }

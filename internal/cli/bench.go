@@ -243,7 +243,7 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	run.Checksum = sum.Checksum
 	run.WallSeconds = wall.Seconds()
 	for _, w := range p.Stats().Workers {
-		run.Workers = append(run.Workers, workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, Cache: cacheOf(w.Cache)})
+		run.Workers = append(run.Workers, reportWorker(w))
 		run.Builds += float64(w.Cache.Misses)
 		run.Hits += float64(w.Cache.Hits)
 		run.Evictions += float64(w.Cache.Evictions)

@@ -172,6 +172,25 @@ type cacheReport struct {
 	BuildTimeSeconds float64 `json:"build_seconds"`
 }
 
+// reportWorker is one worker's entry of a report.
+func reportWorker(w engine.WorkerStats) workerReport {
+	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, Cache: cacheOf(w.Cache)}
+}
+
+// workerTotals sums the workers' jobs and cache figures; PeakBytes is the
+// sum of each worker's own peak.
+func workerTotals(ws []engine.WorkerStats) (jobs int, c cachepool.Stats) {
+	for _, w := range ws {
+		jobs += w.Jobs
+		c.Hits += w.Cache.Hits
+		c.Misses += w.Cache.Misses
+		c.Evictions += w.Cache.Evictions
+		c.PeakBytes += w.Cache.PeakBytes
+		c.BuildTime += w.Cache.BuildTime
+	}
+	return jobs, c
+}
+
 func cacheOf(s cachepool.Stats) cacheReport {
 	return cacheReport{Hits: s.Hits, Builds: s.Misses, Evictions: s.Evictions, Resident: s.Resident,
 		Bytes: s.Bytes, PeakBytes: s.PeakBytes, BuildTimeSeconds: s.BuildTime.Seconds()}
@@ -203,12 +222,10 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		}
 	}
 	for _, w := range st.Workers {
-		r.Workers = append(r.Workers, workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, Cache: cacheOf(w.Cache)})
-		r.Totals.Builds += w.Cache.Misses
-		r.Totals.Hits += w.Cache.Hits
-		r.Totals.Evictions += w.Cache.Evictions
-		r.Totals.PeakBytes += w.Cache.PeakBytes
+		r.Workers = append(r.Workers, reportWorker(w))
 	}
+	_, c := workerTotals(st.Workers)
+	r.Totals.Builds, r.Totals.Hits, r.Totals.Evictions, r.Totals.PeakBytes = c.Misses, c.Hits, c.Evictions, c.PeakBytes
 	return r
 }
 
@@ -247,23 +264,13 @@ func writeFileAtomic(path string, data []byte) error {
 func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tbuild time\t")
-	var t struct {
-		Jobs  int
-		Cache cachepool.Stats
-	}
-	var buildTime time.Duration
 	for _, ws := range st.Workers {
 		c := ws.Cache
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Misses, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
-		t.Jobs += ws.Jobs
-		t.Cache.Misses += c.Misses
-		t.Cache.Hits += c.Hits
-		t.Cache.Evictions += c.Evictions
-		t.Cache.PeakBytes += c.PeakBytes
-		buildTime += c.BuildTime
 	}
 	if len(st.Workers) > 1 {
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Jobs, t.Cache.Misses, t.Cache.Hits, t.Cache.Evictions, humanBytes(t.Cache.PeakBytes), roundDur(buildTime))
+		jobs, c := workerTotals(st.Workers)
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", jobs, c.Misses, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
 	}
 	tw.Flush()
 	var parts []string
