@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
@@ -203,4 +204,29 @@ func startLongJob(t *testing.T, dir, wf string, args ...string) (*exec.Cmd, int)
 	}
 	t.Fatal("the job did not start within a minute")
 	return nil, 0
+}
+
+// TestRunKeepsUsersFolders is the data-loss bug of issue 11: a folder of
+// the user's in the scratch root whose name looks like a scratch folder of
+// a dead process survives a run.
+func TestRunKeepsUsersFolders(t *testing.T) {
+	root := execflow.DefaultScratch()
+	dir, err := os.MkdirTemp(root, "poolrun-2025-results")
+	if err != nil {
+		t.Skip("cannot write to the scratch root:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o700)
+	data := filepath.Join(dir, "data.csv")
+	if err := os.WriteFile(data, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	os.WriteFile(filepath.Join(work, "ok.yaml"), []byte("jobs:\n  - id: a\n    run: \"true\"\n"), 0o644)
+	if r := poolrun(t, work, "run", "--quiet", "ok.yaml"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(data); err != nil || string(got) != "x\n" {
+		t.Errorf("the user's %s after poolrun run: %q, %v", data, got, err)
+	}
 }

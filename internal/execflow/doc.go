@@ -65,13 +65,15 @@
 //
 // Each process that builds items (a worker, or the parent in serial mode)
 // makes a private scratch folder, mode 0700, named poolrun-<pid>-<random>
-// under the scratch root ([Options.Scratch], by default [DefaultScratch]).
+// under the scratch root ([Options.Scratch], by default [DefaultScratch]),
+// and first writes into it a marker file that names the process.
 // The folder exists while it holds an artefact or a build is in progress:
 // the cleanup of the last artefact removes it too (a later build makes a new
 // one). So a worker that ends normally, or is told to stop, leaves nothing
 // behind. A process killed with SIGKILL cannot clean up: [SweepScratch]
-// removes the folders of processes that no longer exist; poolrun calls it
-// when it starts.
+// removes the folders of processes that no longer exist, and only folders
+// that hold poolrun's marker (never one that merely has such a name);
+// poolrun calls it when it starts.
 //
 // # Caveats
 //
