@@ -46,7 +46,7 @@ func BenchmarkDispatch(b *testing.B) {
 				if job.fn == getResident {
 					var builds, hits uint64
 					for _, ws := range p.Stats().Workers {
-						builds += ws.Cache.Misses
+						builds += ws.Cache.Builds
 						hits += ws.Cache.Hits
 					}
 					if builds+hits != uint64(b.N) {

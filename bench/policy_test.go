@@ -162,7 +162,7 @@ func runPool(b *testing.B, p *engine.Pool, m *cacheMeter) runFigures {
 		f.jobs += n
 	}
 	for _, w := range st.Workers {
-		f.builds += w.Cache.Misses
+		f.builds += w.Cache.Builds
 		f.hits += w.Cache.Hits
 		f.evictions += w.Cache.Evictions
 		f.peak += w.Cache.PeakBytes

@@ -43,7 +43,7 @@ func TestMessageDesign(t *testing.T) {
 			if err := p.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := p.Stats().Workers[0].Cache.Misses; got != tc.builds {
+			if got := p.Stats().Workers[0].Cache.Builds; got != tc.builds {
 				t.Errorf("%d builds of the resident item, want %d", got, tc.builds)
 			}
 		})

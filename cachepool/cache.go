@@ -36,7 +36,7 @@ type Cache struct {
 	mu        sync.Mutex
 	resident  []*entry // the entries in stateReady, in the order they were built
 	keys      []uint64 // keys[i] is resident[i].b.key: the eviction scan reads only this
-	misses    uint64
+	builds    uint64
 	evictions uint64
 	bytes     int64
 	peak      int64
@@ -195,7 +195,7 @@ func (c *Cache) sizeOf(b *base, v any) (n int64) {
 // waiters.
 func (c *Cache) finishBuild(e *entry, val any, size int64, dur time.Duration, err error, retry bool) {
 	c.mu.Lock()
-	c.misses++
+	c.builds++
 	c.buildTime += dur
 	if err != nil {
 		e.err = err

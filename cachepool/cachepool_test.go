@@ -162,8 +162,8 @@ func TestGet(t *testing.T) {
 				}
 			}
 			st := c.Stats()
-			if st.Hits != tt.hits || st.Misses != tt.misses || st.Resident != tt.resident {
-				t.Errorf("Stats = %+v, want Hits %d Misses %d Resident %d", st, tt.hits, tt.misses, tt.resident)
+			if st.Hits != tt.hits || st.Builds != tt.misses || st.Resident != tt.resident {
+				t.Errorf("Stats = %+v, want Hits %d Builds %d Resident %d", st, tt.hits, tt.misses, tt.resident)
 			}
 			if n := b.calls.Load(); n != tt.wantBuilds {
 				t.Errorf("build ran %d times, want %d", n, tt.wantBuilds)
@@ -171,8 +171,8 @@ func TestGet(t *testing.T) {
 			if c.Has(it.Key()) != (tt.resident == 1) {
 				t.Errorf("Has = %v, want %v", c.Has(it.Key()), tt.resident == 1)
 			}
-			if st.BuildTime <= 0 && st.Misses > 0 {
-				t.Errorf("BuildTime = %v after %d builds", st.BuildTime, st.Misses)
+			if st.BuildTime <= 0 && st.Builds > 0 {
+				t.Errorf("BuildTime = %v after %d builds", st.BuildTime, st.Builds)
 			}
 		})
 	}
@@ -262,8 +262,8 @@ func TestSizeAndPeakBytes(t *testing.T) {
 		s.do()
 		st := c.Stats()
 		if st.Bytes != s.bytes || st.PeakBytes != s.peak || st.Resident != s.resident ||
-			st.Misses != s.misses || st.Evictions != s.evictons {
-			t.Errorf("after %s: Stats = %+v, want Bytes %d PeakBytes %d Resident %d Misses %d Evictions %d",
+			st.Builds != s.misses || st.Evictions != s.evictons {
+			t.Errorf("after %s: Stats = %+v, want Bytes %d PeakBytes %d Resident %d Builds %d Evictions %d",
 				s.name, st, s.bytes, s.peak, s.resident, s.misses, s.evictons)
 		}
 	}
@@ -774,7 +774,7 @@ func TestConcurrentGetsShareOneBuild(t *testing.T) {
 	if b := builds.Load(); b != 1 {
 		t.Errorf("%d builds, want 1", b)
 	}
-	if st := c.Stats(); st.Misses != 1 || st.Hits != n-1 {
+	if st := c.Stats(); st.Builds != 1 || st.Hits != n-1 {
 		t.Errorf("Stats = %+v, want 1 miss and %d hits", st, n-1)
 	}
 }
@@ -883,8 +883,7 @@ func TestCycle(t *testing.T) {
 	// The same item built in another cache is no cycle.
 	other := cachepool.New()
 	x := cachepool.Define(uniqueName(t, "x"), func(context.Context) (int, error) { return 1, nil })
-	var y *cachepool.Item[int]
-	y = cachepool.Define(uniqueName(t, "y"), func(ctx context.Context) (int, error) {
+	y := cachepool.Define(uniqueName(t, "y"), func(ctx context.Context) (int, error) {
 		v, err := x.Get(cachepool.WithCache(ctx, other))
 		return v + 1, err
 	})
@@ -913,8 +912,8 @@ func TestBuildGoexitReleasesWaiters(t *testing.T) {
 	if v, err := it.Get(ctx); err != nil || v != 5 {
 		t.Errorf("Get after a Goexit build = %d, %v; want 5", v, err)
 	}
-	if st := c.Stats(); st.Misses != 2 {
-		t.Errorf("Misses = %d, want 2", st.Misses)
+	if st := c.Stats(); st.Builds != 2 {
+		t.Errorf("Builds = %d, want 2", st.Builds)
 	}
 }
 

@@ -44,12 +44,12 @@ func ExampleDefine() {
 		fmt.Println(words)
 	}
 	st := cachepool.FromContext(ctx).Stats()
-	fmt.Printf("hits %d, misses %d, resident %d, bytes %d\n", st.Hits, st.Misses, st.Resident, st.Bytes)
+	fmt.Printf("hits %d, builds %d, resident %d, bytes %d\n", st.Hits, st.Builds, st.Resident, st.Bytes)
 	// Output:
 	// building words
 	// [the quick brown fox]
 	// [the quick brown fox]
-	// hits 1, misses 1, resident 1, bytes 64
+	// hits 1, builds 1, resident 1, bytes 64
 }
 
 func ExampleCache_Evict() {

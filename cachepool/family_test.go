@@ -65,7 +65,7 @@ func TestFamily(t *testing.T) {
 	if built["granule"] != 1 || built["purkinje"] != 1 {
 		t.Errorf("builds %v, want one per member", built)
 	}
-	if st := c.Stats(); st.Hits != 4 || st.Misses != 2 || st.Bytes != int64(len("table of granule")+len("table of purkinje")) {
+	if st := c.Stats(); st.Hits != 4 || st.Builds != 2 || st.Bytes != int64(len("table of granule")+len("table of purkinje")) {
 		t.Errorf("Stats = %+v", st)
 	}
 	if got := c.Evict(func(k uint64) bool { return k == g.Key() }); !slices.Equal(got, []uint64{p.Key()}) {

@@ -136,12 +136,12 @@ func TestConcurrentGetEvict(t *testing.T) {
 		}
 	}
 	st := c.Stats()
-	if st.Misses != uint64(len(values)) || st.Evictions != uint64(len(values)) || evicted != len(values) || st.Resident != 0 {
-		t.Errorf("%d builds, %d evicted keys returned, Stats %+v; want Misses = Evictions = builds, nothing resident",
+	if st.Builds != uint64(len(values)) || st.Evictions != uint64(len(values)) || evicted != len(values) || st.Resident != 0 {
+		t.Errorf("%d builds, %d evicted keys returned, Stats %+v; want Builds = Evictions = builds, nothing resident",
 			len(values), evicted, st)
 	}
-	if st.Hits+st.Misses != uint64(gets.Load()) {
-		t.Errorf("Hits %d + Misses %d != %d Gets: each Get is one or the other", st.Hits, st.Misses, gets.Load())
+	if st.Hits+st.Builds != uint64(gets.Load()) {
+		t.Errorf("Hits %d + Builds %d != %d Gets: each Get is one or the other", st.Hits, st.Builds, gets.Load())
 	}
 	t.Logf("%d Gets, %d Evict calls, %d builds, %d evictions", gets.Load(), rounds, len(values), evicted)
 	if len(values) < 2*nItems {

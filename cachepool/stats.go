@@ -8,8 +8,9 @@ type Stats struct {
 	// Hits counts the Gets that returned a value without running a build,
 	// including those that waited for another caller's build.
 	Hits uint64
-	// Misses counts the builds that ran, whether they succeeded or not.
-	Misses uint64
+	// Builds counts the builds that ran, whether they succeeded or not
+	// (every Get that found no value and no build in progress).
+	Builds uint64
 	// Evictions counts the values evicted by Evict, EvictGen and Clear.
 	Evictions uint64
 	// Resident is the number of items held now (built and not evicted).
@@ -30,7 +31,7 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	s := Stats{
-		Misses:    c.misses,
+		Builds:    c.builds,
 		Evictions: c.evictions,
 		Resident:  len(c.resident),
 		Bytes:     c.bytes,

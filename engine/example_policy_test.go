@@ -20,7 +20,7 @@ func ExampleEvict() {
 			return
 		}
 		st := p.Stats().Workers[0].Cache
-		fmt.Printf("%-8s table built %d time(s), evicted %d time(s)\n", pol, st.Misses, st.Evictions)
+		fmt.Printf("%-8s table built %d time(s), evicted %d time(s)\n", pol, st.Builds, st.Evictions)
 	}
 	// Output:
 	// stale    table built 1 time(s), evicted 1 time(s)

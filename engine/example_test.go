@@ -65,7 +65,7 @@ func Example() {
 	v, _ := total.Result()
 	fmt.Println("4 + 9 + 16 =", v)
 	st := p.Stats().Workers[0].Cache
-	fmt.Printf("table built %d time(s), evicted %d time(s)\n", st.Misses, st.Evictions)
+	fmt.Printf("table built %d time(s), evicted %d time(s)\n", st.Builds, st.Evictions)
 	// Output:
 	// 4 + 9 + 16 = 29
 	// table built 1 time(s), evicted 1 time(s)

@@ -71,7 +71,7 @@ func TestRunnerPolicy(t *testing.T) {
 				if rep.outcome != outcomeOK {
 					t.Fatalf("job %d: outcome %d: %s", i+1, rep.outcome, rep.payload)
 				}
-				got := after{rep.evicted, int(rep.stats.Misses), int(rep.stats.Evictions), rep.stats.Resident}
+				got := after{rep.evicted, int(rep.stats.Builds), int(rep.stats.Evictions), rep.stats.Resident}
 				if got != tc.want[i] {
 					t.Errorf("after job %d: {evicted builds evictions resident} = %v, want %v", i+1, got, tc.want[i])
 				}

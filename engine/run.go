@@ -375,7 +375,7 @@ func (r *run) diedLocked(s *workerSlot, why error) {
 
 func addStats(a, b cachepool.Stats) cachepool.Stats {
 	a.Hits += b.Hits
-	a.Misses += b.Misses
+	a.Builds += b.Builds
 	a.Evictions += b.Evictions
 	a.Resident += b.Resident
 	a.Bytes += b.Bytes

@@ -80,7 +80,7 @@ func (e *enc) string(v string) { e.uint(uint64(len(v))); e.b = append(e.b, v...)
 
 func (e *enc) stats(s cachepool.Stats) {
 	e.uint(s.Hits)
-	e.uint(s.Misses)
+	e.uint(s.Builds)
 	e.uint(s.Evictions)
 	e.uint(uint64(s.Resident))
 	e.int(s.Bytes)
@@ -215,7 +215,7 @@ func (d *dec) fail() {
 func (d *dec) stats() cachepool.Stats {
 	return cachepool.Stats{
 		Hits:      d.uint(),
-		Misses:    d.uint(),
+		Builds:    d.uint(),
 		Evictions: d.uint(),
 		Resident:  int(d.uint()),
 		Bytes:     d.int(),

@@ -119,12 +119,12 @@ func TestCacheSurvival(t *testing.T) {
 		st := p.Stats()
 		var misses, evictions uint64
 		for _, w := range st.Workers {
-			misses += w.Cache.Misses
+			misses += w.Cache.Builds
 			evictions += w.Cache.Evictions
 			if w.Cache.Resident != 0 {
 				t.Errorf("worker %d still holds %d items at the end", w.Index, w.Cache.Resident)
 			}
-			if w.Cache.Misses > 0 && w.Cache.PeakBytes != 1<<20 {
+			if w.Cache.Builds > 0 && w.Cache.PeakBytes != 1<<20 {
 				t.Errorf("worker %d: peak %d bytes, want %d", w.Index, w.Cache.PeakBytes, 1<<20)
 			}
 		}

@@ -2,9 +2,7 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,13 +118,4 @@ func TestTicks(t *testing.T) {
 		t.Errorf("%d ticks while a 300 ms job ran, want several", ticks)
 	}
 	t.Logf("%d ticks", ticks)
-}
-
-// describe prints events for failure messages.
-func describe(evs []engine.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		fmt.Fprintf(&b, "%v job=%d %v->%v\n", e.Kind, e.JobID, e.Old, e.New)
-	}
-	return b.String()
 }

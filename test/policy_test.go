@@ -92,7 +92,7 @@ func runPolicyChain(t *testing.T, workers int, pol engine.EvictPolicy) []string 
 	log := strings.Split(strings.TrimSpace(string(data)), "\n")
 	var builds, evictions uint64
 	for _, w := range p.Stats().Workers {
-		builds += w.Cache.Misses
+		builds += w.Cache.Builds
 		evictions += w.Cache.Evictions
 		if w.Cache.Resident != 0 {
 			t.Errorf("worker %d holds %d items after the pool", w.Index, w.Cache.Resident)

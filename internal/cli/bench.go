@@ -244,7 +244,7 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	run.WallSeconds = wall.Seconds()
 	for _, w := range p.Stats().Workers {
 		run.Workers = append(run.Workers, reportWorker(w))
-		run.Builds += float64(w.Cache.Misses)
+		run.Builds += float64(w.Cache.Builds)
 		run.Hits += float64(w.Cache.Hits)
 		run.Evictions += float64(w.Cache.Evictions)
 		run.PeakBytes += float64(w.Cache.PeakBytes)

@@ -183,7 +183,7 @@ func workerTotals(ws []engine.WorkerStats) (jobs int, c cachepool.Stats) {
 	for _, w := range ws {
 		jobs += w.Jobs
 		c.Hits += w.Cache.Hits
-		c.Misses += w.Cache.Misses
+		c.Builds += w.Cache.Builds
 		c.Evictions += w.Cache.Evictions
 		c.PeakBytes += w.Cache.PeakBytes
 		c.BuildTime += w.Cache.BuildTime
@@ -192,7 +192,7 @@ func workerTotals(ws []engine.WorkerStats) (jobs int, c cachepool.Stats) {
 }
 
 func cacheOf(s cachepool.Stats) cacheReport {
-	return cacheReport{Hits: s.Hits, Builds: s.Misses, Evictions: s.Evictions, Resident: s.Resident,
+	return cacheReport{Hits: s.Hits, Builds: s.Builds, Evictions: s.Evictions, Resident: s.Resident,
 		Bytes: s.Bytes, PeakBytes: s.PeakBytes, BuildTimeSeconds: s.BuildTime.Seconds()}
 }
 
@@ -225,7 +225,7 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		r.Workers = append(r.Workers, reportWorker(w))
 	}
 	_, c := workerTotals(st.Workers)
-	r.Totals.Builds, r.Totals.Hits, r.Totals.Evictions, r.Totals.PeakBytes = c.Misses, c.Hits, c.Evictions, c.PeakBytes
+	r.Totals.Builds, r.Totals.Hits, r.Totals.Evictions, r.Totals.PeakBytes = c.Builds, c.Hits, c.Evictions, c.PeakBytes
 	return r
 }
 
@@ -266,11 +266,11 @@ func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tbuild time\t")
 	for _, ws := range st.Workers {
 		c := ws.Cache
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Misses, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
 		jobs, c := workerTotals(st.Workers)
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", jobs, c.Misses, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
 	}
 	tw.Flush()
 	var parts []string

@@ -78,10 +78,10 @@ func TestPoolMatchesReference(t *testing.T) {
 				t.Errorf("checksum %016x, reference %016x", got, want)
 			}
 			for _, w := range p.Stats().Workers {
-				if w.Cache.Misses > uint64(len(plan.IndexItems)) {
-					t.Errorf("worker %d built %d indexes, there are %d", w.Index, w.Cache.Misses, len(plan.IndexItems))
+				if w.Cache.Builds > uint64(len(plan.IndexItems)) {
+					t.Errorf("worker %d built %d indexes, there are %d", w.Index, w.Cache.Builds, len(plan.IndexItems))
 				}
-				if w.Cache.Resident != 0 || w.Cache.Evictions != w.Cache.Misses {
+				if w.Cache.Resident != 0 || w.Cache.Evictions != w.Cache.Builds {
 					t.Errorf("worker %d at the end: %+v", w.Index, w.Cache)
 				}
 			}
