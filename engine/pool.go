@@ -126,6 +126,7 @@ type workerSlot struct {
 	ready    bool
 	inflight []*job
 	jobs     int
+	evicted  uint64
 	restarts int
 	lastPID  int
 	stopping bool

@@ -310,6 +310,7 @@ func (r *run) doneLocked(s *workerSlot, rep *reply) {
 		s.inflight = slices.Delete(s.inflight, i, i+1)
 	}
 	s.jobs++
+	s.evicted += uint64(rep.evicted)
 	s.cur = rep.stats
 	if t, ok := p.fnTime[j.fn]; ok {
 		p.fnTime[j.fn] = t - t/8 + rep.elapsed/8
@@ -496,9 +497,36 @@ type WorkerStats struct {
 	// Jobs counts the jobs its processes ran; Restarts the processes that
 	// replaced one that died.
 	Jobs, Restarts int
+	// Evicted counts the items its processes evicted while the pool ran,
+	// by the pool's eviction policy: stale items before a job (EvictStale),
+	// or everything after each job (EvictEachJob). Cache.Evictions counts
+	// these and the clear at the end of the pool.
+	Evicted uint64
 	// Cache sums the cache statistics of the slot's processes (PeakBytes is
 	// the largest), as last reported: after every job and at the end.
 	Cache cachepool.Stats
+}
+
+// Total returns the sum of the workers' figures: jobs, restarts, items
+// evicted, and every cache counter. Cache.PeakBytes is the sum of the
+// workers' own peaks (what they would hold if their peaks coincided);
+// Cache.Bytes and Cache.Resident are what they hold now. Index and PID are 0.
+func (s Stats) Total() WorkerStats {
+	var t WorkerStats
+	for _, w := range s.Workers {
+		t.Jobs += w.Jobs
+		t.Restarts += w.Restarts
+		t.Evicted += w.Evicted
+		c := &t.Cache
+		c.Hits += w.Cache.Hits
+		c.Builds += w.Cache.Builds
+		c.Evictions += w.Cache.Evictions
+		c.Resident += w.Cache.Resident
+		c.Bytes += w.Cache.Bytes
+		c.PeakBytes += w.Cache.PeakBytes
+		c.BuildTime += w.Cache.BuildTime
+	}
+	return t
 }
 
 // Stats returns the pool's figures; it may be called at any time.
@@ -511,7 +539,7 @@ func (p *Pool) Stats() Stats {
 		st.Generation = p.win.Gen()
 	}
 	for _, s := range p.slots {
-		ws := WorkerStats{Index: s.index, Jobs: s.jobs, Restarts: s.restarts, Cache: addStats(s.past, s.cur)}
+		ws := WorkerStats{Index: s.index, Jobs: s.jobs, Restarts: s.restarts, Evicted: s.evicted, Cache: addStats(s.past, s.cur)}
 		ws.PID = s.lastPID
 		if s.c != nil {
 			ws.PID = s.c.pid()
