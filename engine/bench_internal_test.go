@@ -129,13 +129,14 @@ func BenchmarkWorkerWindowCheck(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			r := &runner{win: readers[0], cache: cache}
+			views := [2]windowView{shmView{readers[0]}, shmView{readers[1]}}
+			r := &runner{win: views[0], cache: cache}
 			i := 0
 			b.ReportAllocs()
 			for b.Loop() {
 				if moved {
 					i++
-					r.win = readers[i&1]
+					r.win = views[i&1]
 				}
 				n, err := r.sync(0)
 				if err != nil || n != 0 {

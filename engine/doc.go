@@ -65,4 +65,29 @@
 // PROTOCOL.md beside this file. Only the message of a job function's error
 // crosses it: errors returned by jobs are [*RemoteError]s (in serial mode
 // too, so that both modes behave alike), and panics are [*PanicError]s.
+//
+// # Misuse
+//
+// Misuse is a programming error and panics with a message that begins
+// "engine: " (a second [Pool.Run], [Pool.Go] after Run returned, an option
+// out of range, registering a name twice); what goes wrong while a pool
+// runs is an error.
+//
+// # Where things are
+//
+// One file for each concern. The API: options.go (pool options),
+// registry.go (registered functions), job.go (Queue, Job and its options),
+// pool.go (Pool, New, Go, Run), status.go (statuses and pool states),
+// events.go (events and their delivery), stats.go (figures), errors.go,
+// policy.go (eviction policies). The parent's machinery: graph.go (the job
+// graph and the per-key reference counts), queue.go (the ready queue),
+// dispatch.go (the scheduler: publish, dispatch, replies, deaths,
+// shutdown), places.go (worker places and handshake deadlines). The seam:
+// transport.go (the typed messages between the scheduler and a worker, and
+// the interfaces a transport implements) and window.go (the window as the
+// parent publishes it and as a worker sees it). The pipe transport:
+// pipes.go (worker processes and serial mode over pipes), wire.go (its
+// frame codec), codec.go (the gob codec of values), proc_linux.go (how a
+// worker process is started). The worker: process.go (the process entry,
+// Init), serve.go (the serve loop), evict.go (the eviction runner).
 package engine

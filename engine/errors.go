@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/poolrun/poolrun/cachepool"
 )
 
 var (
@@ -31,6 +33,23 @@ var (
 	// ErrFailFast is wrapped by the error of jobs cancelled because another
 	// job failed in a pool made with [FailFast].
 	ErrFailFast = errors.New("cancelled by fail-fast")
+
+	// ErrPanic is matched, through errors.Is, by the error of a job whose
+	// function panicked and of a scheduler (see [Pool.Go]) that panicked:
+	// a [*PanicError]. It is [cachepool.ErrPanic], which a panic in an
+	// item's build also matches, so one test covers every recovered panic.
+	ErrPanic = cachepool.ErrPanic
+)
+
+// Errors of the package's own machinery, never returned as they are.
+var (
+	// errStopped is wrapped by the error of jobs whose worker was stopped
+	// because Run's context ended.
+	errStopped = errors.New("stopped")
+
+	// errShortFrame reports a frame cut short: the stream ended inside it,
+	// or a field runs past its end.
+	errShortFrame = errors.New("engine: protocol: truncated frame")
 )
 
 // A JobError is a job's failure as [Pool.Run] reports it: Run returns
@@ -62,14 +81,14 @@ func (e *JobError) Error() string {
 
 func (e *JobError) Unwrap() error { return e.Err }
 
-// A PanicError is the error of a job whose function panicked: the panic's
-// value, printed, and the stack of the goroutine that panicked.
-type PanicError struct {
-	Value string
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return "panic: " + e.Value }
+// A PanicError is a recovered panic, with the stack of the goroutine that
+// panicked; it matches [ErrPanic]. It is the one type of the module for a
+// recovered panic: [cachepool.PanicError]. Op says where it happened: "job"
+// for a job's function (Value is then the panic value as printed by the
+// worker: only text crosses the process boundary, in serial mode too),
+// "scheduler" for a function given to [Pool.Go], and "build", "cleanup" or
+// "size" for an item's functions.
+type PanicError = cachepool.PanicError
 
 // A RemoteError is an error returned by a job function. Only its message
 // crosses the process boundary, and serial mode takes the same path, so

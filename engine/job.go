@@ -40,7 +40,7 @@ func (j *job) Status() Status { return Status(j.status.Load()) }
 
 // A Dep is something a job can depend on: a [*Job] of the same pool.
 type Dep interface {
-	job() *job
+	record() *job
 }
 
 // A Job is a queued call of a registered function. Its methods are safe for
@@ -52,7 +52,7 @@ type Job[R any] struct {
 	decErr error
 }
 
-func (j *Job[R]) job() *job { return j.j }
+func (j *Job[R]) record() *job { return j.j }
 
 // ID returns the job's number in its pool, from 1 in the order of [Queue].
 func (j *Job[R]) ID() int { return j.j.id }
@@ -86,10 +86,11 @@ func (j *Job[R]) Result() (R, error) {
 	return j.val, nil
 }
 
-// Times returns when the job was queued, when it started and when it ended
-// (zero where that has not happened). Start and end are measured by the
-// worker that ran it.
-func (j *Job[R]) Times() (queued, started, ended time.Time) {
+// Times returns when the job was added to the pool (the call of [Queue]: it
+// was then Pending, or Queued if it waited for nothing), when it started and
+// when it ended (zero where that has not happened). Start and end are
+// measured by the worker that ran it.
+func (j *Job[R]) Times() (added, started, ended time.Time) {
 	p := j.j.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -189,7 +190,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 		j.keys = slices.Compact(j.keys)
 	}
 	for _, d := range o.deps {
-		dj := d.job()
+		dj := d.record()
 		if dj.pool != p {
 			panic(fmt.Sprintf("engine: After: job %d belongs to another pool", dj.id))
 		}

@@ -34,13 +34,3 @@ func (e EvictPolicy) String() string {
 	}
 	return fmt.Sprintf("policy(%d)", uint8(e))
 }
-
-// Evict sets the pool's eviction policy (default [EvictStale]). Workers
-// learn it in the handshake, so it applies in worker processes and in
-// serial mode alike. An unknown policy panics.
-func Evict(policy EvictPolicy) Option {
-	if policy >= numPolicies {
-		panic(fmt.Sprintf("engine: Evict(%d): unknown policy", uint8(policy)))
-	}
-	return func(c *config) { c.evict = policy }
-}

@@ -49,7 +49,7 @@ func TestRunnerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer win.Close()
-			r := &runner{win: win, cache: cachepool.New(), policy: tc.policy}
+			r := &runner{win: shmView{win}, cache: cachepool.New(), policy: tc.policy}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64
@@ -67,7 +67,7 @@ func TestRunnerPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep := r.run(context.Background(), &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
+				rep := r.runTask(context.Background(), &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
 				if rep.outcome != outcomeOK {
 					t.Fatalf("job %d: outcome %d: %s", i+1, rep.outcome, rep.payload)
 				}

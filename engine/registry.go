@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 
@@ -104,25 +101,4 @@ func handleKeys(items []cachepool.Handle) []uint64 {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
-}
-
-// encodeValue encodes v with encoding/gob. Values of a type that takes no
-// room (struct{}) encode as nothing: gob refuses types without exported
-// fields, and there is nothing to send.
-func encodeValue[T any](v T) ([]byte, error) {
-	if reflect.TypeFor[T]().Size() == 0 {
-		return nil, nil
-	}
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
-func decodeValue[T any](data []byte, v *T) error {
-	if reflect.TypeFor[T]().Size() == 0 {
-		return nil
-	}
-	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
 }

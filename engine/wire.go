@@ -1,14 +1,15 @@
 package engine
 
-// The wire protocol between the parent and a worker process; PROTOCOL.md
-// describes it for people.
+// The wire codec of the pipe transport: the frames that carry the typed
+// messages of transport.go between the parent and a worker. PROTOCOL.md
+// describes them for people.
 
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -21,6 +22,9 @@ const (
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
 	maxFrame = 1 << 30
+	// growStep is how much of a large frame a reader allocates ahead of the
+	// bytes it has read.
+	growStep = 1 << 20
 )
 
 // Frame kinds. Parent to worker: hello, job, stop. Worker to parent: hello,
@@ -32,33 +36,6 @@ const (
 	frameDone
 	frameBye
 )
-
-// Outcomes of a job, in a done frame.
-const (
-	outcomeOK byte = iota
-	outcomeError
-	outcomePanic
-)
-
-// task is a job as a worker sees it.
-type task struct {
-	id  uint64
-	gen uint64 // the worker must see at least this window generation
-	fn  string
-	arg []byte
-}
-
-// reply is a worker's report of one finished job.
-type reply struct {
-	id      uint64
-	outcome byte
-	start   time.Time
-	elapsed time.Duration
-	payload []byte // result (gob) for outcomeOK, message otherwise
-	stack   []byte // outcomePanic only
-	stats   cachepool.Stats
-	evicted int // items evicted for this job: before it ran, and after it under EvictEachJob
-}
 
 // enc appends the fields of a frame to a buffer.
 type enc struct{ b []byte }
@@ -100,7 +77,7 @@ func (e *enc) hello(index int, policy EvictPolicy) {
 	e.end(at)
 }
 
-func (e *enc) job(t *task) {
+func (e *enc) task(t *task) {
 	at := e.begin(frameJob)
 	e.uint(t.id)
 	e.uint(t.gen)
@@ -135,8 +112,6 @@ type dec struct {
 	b   []byte
 	err error
 }
-
-var errShortFrame = errors.New("engine: protocol: truncated frame")
 
 func (d *dec) uint() uint64 {
 	v, n := binary.Uvarint(d.b)
@@ -256,7 +231,7 @@ func (fr *frameReader) hello() (uint64, EvictPolicy, error) {
 	return d.hello()
 }
 
-func (d *dec) job() (*task, error) {
+func (d *dec) task() (*task, error) {
 	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
 	return t, d.err
 }
@@ -296,13 +271,30 @@ func (fr *frameReader) next() (byte, *dec, error) {
 	if n > maxFrame {
 		return 0, nil, fmt.Errorf("engine: protocol: frame of %d bytes exceeds the limit", n)
 	}
-	if cap(fr.buf) < int(n) {
-		fr.buf = make([]byte, n)
+	if int(n) <= cap(fr.buf) || n <= growStep {
+		if cap(fr.buf) < int(n) {
+			fr.buf = make([]byte, n)
+		}
+		fr.buf = fr.buf[:n]
+		if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
+			return 0, nil, errShortFrame
+		}
+		return h[4], &dec{b: fr.buf}, nil
 	}
-	fr.buf = fr.buf[:n]
-	if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
-		return 0, nil, errShortFrame
+	// A large frame: grow the buffer as its bytes arrive, so that a corrupt
+	// length on a short stream cannot make the reader allocate a gigabyte.
+	buf := fr.buf[:0]
+	for len(buf) < int(n) {
+		step := min(int(n)-len(buf), growStep)
+		buf = slices.Grow(buf, step)
+		m, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			fr.buf = buf
+			return 0, nil, errShortFrame
+		}
 	}
+	fr.buf = buf
 	return h[4], &dec{b: fr.buf}, nil
 }
 

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,9 +192,14 @@ func TestQueueAfterRun(t *testing.T) {
 	if _, err := j.Result(); !errors.Is(err, engine.ErrPoolClosed) || j.Status() != engine.Cancelled {
 		t.Errorf("job queued after Run: %v, %v; want cancelled with ErrPoolClosed", j.Status(), err)
 	}
-	if err := p.Run(context.Background()); err == nil {
-		t.Error("second Run succeeded")
-	}
+	// A second Run is misuse, answered like all misuse: a panic.
+	defer func() {
+		if v := recover(); v == nil || !strings.HasPrefix(fmt.Sprint(v), "engine: Pool.Run called more than once") {
+			t.Errorf("second Run: recovered %v, want a panic", v)
+		}
+	}()
+	p.Run(context.Background())
+	t.Error("second Run returned")
 }
 
 func TestTwoPools(t *testing.T) {

@@ -74,7 +74,7 @@ func TestEvents(t *testing.T) {
 			if i > 0 && e.Time.Before(rec.events[i-1].Time) {
 				t.Errorf("event %d is earlier than the one before it", i)
 			}
-			if e.Kind == engine.PoolStatus {
+			if e.Kind == engine.PoolChanged {
 				pool = append(pool, e.Pool)
 			}
 			if e.JobID == a.ID() && e.Labels["step"] != "a" {

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,7 +40,7 @@ func TestPanicAndEncoding(t *testing.T) {
 			t.Fatal("Run() = nil, want three failures")
 		}
 		var pe *engine.PanicError
-		if _, err := boom.Result(); !errors.As(err, &pe) || !strings.Contains(pe.Value, "nil map") || !strings.Contains(string(pe.Stack), "failure_test.go") {
+		if _, err := boom.Result(); !errors.As(err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), "nil map") || !strings.Contains(string(pe.Stack), "failure_test.go") {
 			t.Errorf("panicking job: %v (stack %d bytes)", err, len(pe.Stack))
 		}
 		if v, err := after.Result(); err != nil || v != 5 {

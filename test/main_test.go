@@ -14,7 +14,17 @@ import (
 // envRole makes the test binary play a part instead of running the tests.
 const envRole = "POOLRUN_TEST_ROLE"
 
+// envStallOnce names a file: the first worker process to create it stalls
+// before engine.Init, as a program whose main is busy before it serves.
+const envStallOnce = "POOLRUN_TEST_STALL_ONCE"
+
 func TestMain(m *testing.M) {
+	if path := os.Getenv(envStallOnce); path != "" && os.Getenv(engine.WorkerEnv) != "" {
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+			select {} // never serves
+		}
+	}
 	engine.Init()
 	switch role := os.Getenv(envRole); role {
 	case "":

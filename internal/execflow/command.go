@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/poolrun/poolrun/internal/spawn"
 )
 
 // KillGrace is how long the processes of a command's group have, after
@@ -72,13 +74,12 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	cmd.SysProcAttr = sysProcAttr()
 	g := &group{}
 	// os/exec sets cmd.Process before it starts the goroutine that calls
-	// Cancel, which may run before startCommand returns.
+	// Cancel, which may run before spawn.Start returns.
 	cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
 	cmd.WaitDelay = KillGrace
 
-	protectWorkerFDs.Do(closeWorkerFDsOnExec)
 	start := time.Now()
-	err = startCommand(cmd)
+	err = spawn.Start(cmd)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -124,27 +125,6 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, fmt.Errorf("waiting for sh: %w", waitErr)
 	}
 	return out, nil
-}
-
-// workerFDs are the descriptors a worker process inherits from its pool
-// (engine/PROTOCOL.md): the window, the parent's frames, the replies.
-var workerFDs = [...]int{3, 4, 5}
-
-var protectWorkerFDs sync.Once
-
-// closeWorkerFDsOnExec keeps the engine's descriptors out of commands. A
-// worker inherits them without close-on-exec, so every command would
-// inherit them too: a process that outlived its job (one that left the
-// process group) would hold the reply pipe open, and the pool would wait
-// for it, and any command could write into the protocol. Only in a worker
-// process; to be removed once the engine marks them itself.
-func closeWorkerFDsOnExec() {
-	if _, ok := os.LookupEnv(workerEnv); !ok {
-		return
-	}
-	for _, fd := range workerFDs {
-		syscall.CloseOnExec(fd)
-	}
 }
 
 func signalName(s syscall.Signal) string {

@@ -19,11 +19,14 @@
 //   - with /bin/sh -c, in [Options.Dir], stdin from /dev/null;
 //   - with the worker's environment (which is poolrun's) plus [Options.Env],
 //     plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path> for every item
-//     it needs ([workflow.EnvName]); the engine's worker marker is removed;
+//     it needs ([workflow.EnvName]); the engine's worker marker
+//     (engine.WorkerEnv) is removed;
 //   - in a process group of its own, whose leader (the shell) is killed with
 //     SIGKILL if the worker process dies (Linux' parent-death signal);
-//   - without the descriptors the engine gives a worker, so that nothing
-//     a command leaves behind can hold the worker's pipes;
+//   - with no descriptor of the worker's but its standard output (the
+//     worker marks the descriptors the engine gives it close-on-exec, and
+//     Go opens every other one so), so that nothing a command leaves behind
+//     can hold the worker's pipes or write into its protocol;
 //   - its standard output goes to the worker's, which is poolrun's; its
 //     standard error is copied to the worker's and its last
 //     [Options.TailLines] lines are kept for the [Result] or the error.
@@ -56,8 +59,9 @@
 //
 // The items are members of one cachepool family (prefix [ItemPrefix]) named
 // ItemPrefix + ":" + item name + "@" + 16 hexadecimal digits that hash
-// everything the build depends on (its command, the workflow's file, the
-// folder, the extra environment, the scratch root). A job's argument carries
+// everything the build depends on (its name and command, its place in the
+// workflow file, the folder, the extra environment, the scratch root, the
+// number of standard error lines kept). A job's argument carries
 // these parameters, so a worker names, keys and builds exactly the item the
 // parent put in the window. [ItemHandles] returns the handles, for reports.
 //

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
 )
 
@@ -15,30 +18,37 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // TestEnv checks what a job's command finds: its id in POOLRUN_JOB, the
 // path of each item it needs in POOLRUN_ITEM_<NAME>, the extra environment,
 // poolrun's environment without the engine's worker marker, its working
-// folder, and none of the worker's protocol descriptors.
+// folder, and no descriptor but 0, 1 and 2 (and those this test process
+// inherited from outside without close-on-exec): in particular none of the
+// worker's protocol descriptors. The item's command likewise.
 func TestEnv(t *testing.T) {
 	t.Setenv("EXECFLOW_TEST_INHERITED", "yes")
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
+			// A command's descriptors are listed first, before its shell
+			// opens any of its own, by an inner shell that the command's
+			// shell starts without a redirection (dash makes a command's
+			// redirections in the shell itself and keeps the originals at
+			// 10 and up while the command runs): the inner shell lists
+			// /proc/$PPID/fd, the command's shell's, with ls, whose
+			// descriptors (the folder it reads, the file it writes) are its
+			// own.
 			wf := parse(t, "env.yaml", `
 items:
   ref-2:
-    run: env > "$POOLRUN_ITEM"
+    run: |
+      sh -c 'ls -l /proc/$PPID/fd > "$LOG/item-fds"'
+      env > "$POOLRUN_ITEM"
 jobs:
   - id: show
     needs: [ref-2]
     run: |
+      sh -c 'ls -l /proc/$PPID/fd > "$LOG/fds"'
+      ls -l /proc/$PPID/fd > "$LOG/parent-fds"
+      echo $PPID > "$LOG/parent"
       env > "$LOG/env"
       pwd -P > "$LOG/pwd"
       cp "$POOLRUN_ITEM_REF_2" "$LOG/item-env"
-      for fd in 3 4 5; do
-        a=$(readlink /proc/$PPID/fd/$fd 2>/dev/null)
-        b=$(readlink /proc/$$/fd/$fd 2>/dev/null)
-        if [ -n "$a" ] && [ "$a" = "$b" ]; then
-          echo "fd $fd ($a) inherited from the worker" >&2
-          exit 1
-        fi
-      done
 `)
 			logDir, root, dir := t.TempDir(), t.TempDir(), t.TempDir()
 			jobs, err := run(t, wf, m.workers, execflow.Options{
@@ -67,8 +77,8 @@ jobs:
 			if _, ok := env["HOME"]; !ok && os.Getenv("HOME") != "" {
 				t.Error("HOME is not inherited")
 			}
-			if v, ok := env["POOLRUN_WORKER"]; ok {
-				t.Errorf("the worker marker reached the command: POOLRUN_WORKER=%q", v)
+			if v, ok := env[engine.WorkerEnv]; ok {
+				t.Errorf("the worker marker reached the command: %s=%q", engine.WorkerEnv, v)
 			}
 			wantDir, _ := filepath.EvalSymlinks(dir)
 			if got := strings.TrimSpace(readFile(t, filepath.Join(logDir, "pwd"))); got != wantDir {
@@ -85,8 +95,48 @@ jobs:
 			if itemEnv["EXTRA"] != "a=b" {
 				t.Errorf("the item's command had EXTRA=%q", itemEnv["EXTRA"])
 			}
-			if _, ok := itemEnv["POOLRUN_WORKER"]; ok {
+			if _, ok := itemEnv[engine.WorkerEnv]; ok {
 				t.Error("the worker marker reached the item's command")
+			}
+
+			// Descriptors that this process inherited without close-on-exec
+			// (from whatever started go test) pass to every child, the
+			// worker first: they are the environment's, and the commands
+			// may hold them. Any other descriptor above 2 is a leak.
+			outside := inheritedFDs(t)
+			leaked := func(fds map[int]string) map[int]string {
+				out := map[int]string{}
+				for fd, target := range fds {
+					if fd > 2 && outside[fd] != target {
+						out[fd] = target
+					}
+				}
+				return out
+			}
+			if m.workers > 0 {
+				// The commands ran in a worker, which holds descriptors of
+				// its own (the protocol's pipes): there is something not to
+				// inherit.
+				parent := strings.TrimSpace(readFile(t, filepath.Join(logDir, "parent")))
+				if parent == strconv.Itoa(os.Getpid()) {
+					t.Fatalf("the command's parent is the test process, not a worker")
+				}
+				if own := leaked(readFDs(t, filepath.Join(logDir, "parent-fds"))); len(own) == 0 {
+					t.Errorf("worker %s holds no descriptor of its own above 2: the test proves nothing", parent)
+				}
+			}
+			for _, f := range []struct{ who, file string }{
+				{"the job's command", "fds"}, {"the item's command", "item-fds"},
+			} {
+				fds := readFDs(t, filepath.Join(logDir, f.file))
+				for fd, target := range leaked(fds) {
+					t.Errorf("%s inherited descriptor %d (%s) from the process that ran it", f.who, fd, target)
+				}
+				for _, fd := range []int{0, 1, 2} {
+					if _, ok := fds[fd]; !ok {
+						t.Errorf("%s has no descriptor %d", f.who, fd)
+					}
+				}
 			}
 		})
 	}
@@ -99,6 +149,54 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// readFDs reads the output of ls -l /proc/PID/fd: the target of each
+// descriptor, by number.
+func readFDs(t *testing.T, path string) map[int]string {
+	t.Helper()
+	fds := map[int]string{}
+	for _, line := range strings.Split(readFile(t, path), "\n") {
+		link, target, ok := strings.Cut(line, " -> ")
+		if !ok {
+			continue // "total 0", the final empty line
+		}
+		f := strings.Fields(link)
+		fd, err := strconv.Atoi(f[len(f)-1])
+		if err != nil {
+			t.Fatalf("%s: bad line %q", filepath.Base(path), line)
+		}
+		fds[fd] = target
+	}
+	if len(fds) == 0 {
+		t.Fatalf("%s lists no descriptor", filepath.Base(path))
+	}
+	return fds
+}
+
+// inheritedFDs returns the target of each descriptor above 2 that this
+// process holds without close-on-exec, by number.
+func inheritedFDs(t *testing.T) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := map[int]string{}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 {
+			continue // the folder's own descriptor, closed by now
+		}
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds[fd] = target
+		}
+	}
+	return fds
 }
 
 // readEnv reads the output of env(1), skipping lines that continue a

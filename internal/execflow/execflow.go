@@ -30,11 +30,6 @@ const LabelID = "id"
 // job's result or error when [Options.TailLines] is 0.
 const DefaultTailLines = 20
 
-// workerEnv is the engine's marker of a worker process (engine.envWorker,
-// not exported). It must not reach commands: a poolrun (or any program
-// built with the engine) started by a job would take itself for a worker.
-const workerEnv = "POOLRUN_WORKER"
-
 // Options say how to run a workflow's commands. The zero Options runs them in
 // the current folder with poolrun's environment.
 type Options struct {
@@ -195,8 +190,9 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 // Queue checks everything before it queues anything: it fails, queueing
 // nothing, when opts.Dir or the scratch folder is not an existing folder, an
 // opts.Env entry is not KEY=value, or wf is not as [workflow.Parse] returns
-// them (a job needs an unknown item, or runs after a job that is unknown or
-// comes later in wf.Jobs). Queue panics when p or wf is nil.
+// them (a nil job, two jobs with one id, a job that needs an unknown item,
+// or runs after a job that is unknown or comes later in wf.Jobs). Queue
+// panics when p or wf is nil.
 //
 // Queue the workflow before [engine.Pool.Run], or from a scheduler while it
 // runs; the returned jobs are the pool's, with their statuses and results.
@@ -313,12 +309,14 @@ func jobItemError(a execArg, ip itemParam, err error) error {
 }
 
 // commandEnv returns this process's environment without the engine's
-// worker marker, followed by extra.
+// worker marker ([engine.WorkerEnv]), followed by extra. The marker must not
+// reach commands: a poolrun (or any program built with the engine) started
+// by a command would take itself for a worker.
 func commandEnv(extra []string) []string {
 	base := os.Environ()
 	env := make([]string, 0, len(base)+len(extra)+8)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, workerEnv+"=") {
+		if strings.HasPrefix(kv, engine.WorkerEnv+"=") {
 			continue
 		}
 		env = append(env, kv)

@@ -2,18 +2,13 @@
 
 package execflow
 
-import (
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
 // sysProcAttr: a command has a process group of its own. Without a
 // parent-death signal, a command outlives a worker that dies abruptly.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
-
-func startCommand(cmd *exec.Cmd) error { return cmd.Start() }
 
 // onMemoryFS reports whether path is on a file system held in memory; it
 // is not known here.

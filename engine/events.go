@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind int
+
+const (
+	// PoolChanged: the pool changed state; the new one is in Event.Pool.
+	PoolChanged EventKind = iota
+	// JobAdded: a job was queued; its status is in New.
+	JobAdded
+	// JobStatus: a job went from Old to New.
+	JobStatus
+	// TickEvent: nothing else happened for the period given to [Tick].
+	// (The option has the short name.)
+	TickEvent
+)
+
+var kindNames = [...]string{"pool", "added", "status", "tick"}
+
+func (k EventKind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// An Event reports progress to the listeners given with [OnEvent].
+type Event struct {
+	Kind EventKind
+	Time time.Time
+
+	// Pool is the pool's state (every kind).
+	Pool PoolState
+
+	// For JobAdded and JobStatus: the job, its function's name and labels,
+	// and its status before and after. Worker is the worker the job ran on
+	// (from 1; 0 before it runs, and in serial mode 1). Err is the job's
+	// error once it is Failed, Cancelled or Aborted.
+	JobID    int
+	Func     string
+	Labels   map[string]string
+	Old, New Status
+	Worker   int
+	Err      error
+
+	// Counts holds the number of jobs in each status after the event,
+	// indexed by Status. CacheBytes is the memory that items resident in the
+	// workers' caches held at their last report (where items report sizes).
+	Counts     [numStatuses]int
+	CacheBytes int64
+}
+
+// Total returns the number of jobs in the pool when the event was made.
+func (e Event) Total() int {
+	n := 0
+	for _, c := range e.Counts {
+		n += c
+	}
+	return n
+}
+
+// events queues a pool's events for delivery to its listeners, so that the
+// scheduler never waits for a listener.
+type events struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  []Event
+	closed bool
+}
+
+// emit records an event for the listeners, stamped with the pool's state,
+// counts and cache bytes. p.mu is held.
+func (p *Pool) emit(e Event) {
+	if p.cfg.listener == nil {
+		return
+	}
+	e.Time = time.Now()
+	e.Pool = p.state
+	e.Counts = p.counts
+	if p.sched != nil {
+		e.CacheBytes = p.sched.cacheBytes()
+	}
+	p.lastEvent = e.Time
+	p.ev.mu.Lock()
+	p.ev.queue = append(p.ev.queue, e)
+	p.ev.mu.Unlock()
+	p.ev.cond.Signal()
+}
+
+// setState moves the pool to state s and reports it. p.mu is held.
+func (p *Pool) setState(s PoolState) {
+	p.state = s
+	p.emit(Event{Kind: PoolChanged})
+}
+
+// deliver calls the listener with every event, in order, until the queue
+// is closed and empty; then it closes done.
+func (p *Pool) deliver(done chan<- struct{}) {
+	defer close(done)
+	var batch []Event
+	q := &p.ev
+	for {
+		q.mu.Lock()
+		for len(q.queue) == 0 && !q.closed {
+			q.cond.Wait()
+		}
+		if len(q.queue) == 0 && q.closed {
+			q.mu.Unlock()
+			return
+		}
+		batch, q.queue = q.queue, batch[:0]
+		q.mu.Unlock()
+		for _, e := range batch {
+			p.cfg.listener(e)
+		}
+		clear(batch)
+	}
+}
+
+// closeEvents ends delivery once the queued events are delivered.
+func (p *Pool) closeEvents() {
+	p.ev.mu.Lock()
+	p.ev.closed = true
+	p.ev.mu.Unlock()
+	p.ev.cond.Signal()
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// The job graph: jobs, their dependencies and statuses, and the reference
+// count of every item key over the jobs that have not finished. Everything
+// here runs under p.mu; a job's end costs time in proportion to its own
+// items and dependents, never to the size of the pool.
+
+// add enters a new job; called by Queue.
+func (p *Pool) add(j *job) {
+	p.mu.Lock()
+	defer p.kick()
+	defer p.mu.Unlock()
+	if p.state == PoolClosed {
+		j.err = fmt.Errorf("job queued after the pool ended: %w", ErrPoolClosed)
+		j.status.Store(int32(Cancelled))
+		close(j.done)
+		return
+	}
+	j.id = len(p.jobs) + 1
+	j.added = time.Now()
+	p.jobs = append(p.jobs, j)
+	for _, k := range j.keys {
+		p.refs[k]++
+		if p.refs[k] == 1 {
+			p.dirty = true
+		}
+	}
+	p.open++
+	p.counts[Pending]++
+	p.emit(Event{Kind: JobAdded, JobID: j.id, Func: j.fn.name, Labels: j.labels, New: Pending})
+	var bad *job
+	for _, d := range j.deps {
+		switch d.Status() {
+		case Succeeded:
+		case Failed, Cancelled, Aborted:
+			bad = d
+		default:
+			j.waiting++
+			d.dependents = append(d.dependents, j)
+		}
+	}
+	switch {
+	case bad != nil:
+		p.finish(j, Cancelled, depError(bad))
+	case p.failed:
+		p.finish(j, Cancelled, fmt.Errorf("queued after a failure: %w", ErrFailFast))
+	case j.waiting == 0:
+		p.setStatus(j, Queued)
+		p.queue.push(j)
+	}
+}
+
+func depError(d *job) error {
+	return fmt.Errorf("%w: job %d (%s) %s", ErrDependencyFailed, d.id, d.fn.name, d.Status())
+}
+
+// setStatus moves j to status s and reports it. p.mu is held.
+func (p *Pool) setStatus(j *job, s Status) {
+	old := j.Status()
+	p.counts[old]--
+	p.counts[s]++
+	j.status.Store(int32(s))
+	ev := Event{Kind: JobStatus, JobID: j.id, Func: j.fn.name, Labels: j.labels, Old: old, New: s, Worker: j.worker}
+	if s.Done() {
+		ev.Err = j.err
+	}
+	p.emit(ev)
+}
+
+// finish ends j with status s and error err, releases its items, and
+// releases or cancels its dependents (and theirs). p.mu is held.
+func (p *Pool) finish(j *job, s Status, err error) {
+	type end struct {
+		j   *job
+		s   Status
+		err error
+	}
+	todo := []end{{j, s, err}}
+	for len(todo) > 0 {
+		e := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		j := e.j
+		if j.Status().Done() {
+			continue
+		}
+		j.err = e.err
+		if j.ended.IsZero() {
+			j.ended = time.Now()
+		}
+		p.setStatus(j, e.s)
+		p.open--
+		j.arg = nil // sent, or never to be: the pool needs it no more
+		for _, k := range j.keys {
+			if p.refs[k]--; p.refs[k] == 0 {
+				delete(p.refs, k)
+				p.dirty = true
+			}
+		}
+		for _, d := range j.dependents {
+			if d.Status() != Pending {
+				continue
+			}
+			if e.s == Succeeded {
+				if d.waiting--; d.waiting == 0 {
+					p.setStatus(d, Queued)
+					p.queue.push(d)
+				}
+				continue
+			}
+			todo = append(todo, end{d, Cancelled, depError(j)})
+		}
+		j.dependents = nil
+		close(j.done)
+		if e.s == Failed || e.s == Aborted {
+			p.errs = append(p.errs, &JobError{JobID: j.id, Func: j.fn.name, Labels: j.labels, Err: e.err})
+			p.failure()
+		}
+	}
+}
+
+// failure notes a failure; with fail-fast it cancels every job that has not
+// started. p.mu is held.
+func (p *Pool) failure() {
+	if !p.cfg.failFast || p.failed {
+		return
+	}
+	p.failed = true
+	for _, j := range p.jobs {
+		if st := j.Status(); st == Pending || st == Queued {
+			p.finish(j, Cancelled, fmt.Errorf("another job failed: %w", ErrFailFast))
+		}
+	}
+}

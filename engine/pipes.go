@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/internal/spawn"
+	"github.com/poolrun/poolrun/shm"
+)
+
+// The pipe transport: a worker is a process (this binary, re-executed) or,
+// in serial mode, a goroutine of this process, and its messages travel as
+// frames (wire.go) over a pair of pipes. PROTOCOL.md describes the
+// conversation.
+
+// The descriptors a worker process inherits, after stdin, stdout and
+// stderr.
+const (
+	fdWindow = 3 // the window, read-only
+	fdJobs   = 4 // frames from the parent
+	fdReply  = 5 // frames to the parent
+)
+
+// pipeTransport starts workers as processes, or as one goroutine in serial
+// mode (cache non-nil).
+type pipeTransport struct {
+	win    *shm.Window
+	policy EvictPolicy
+	out    chan<- msg
+	cache  *cachepool.Cache // serial mode: the in-process worker's cache
+}
+
+func newProcessTransport(win *shm.Window, policy EvictPolicy, out chan<- msg) *pipeTransport {
+	return &pipeTransport{win: win, policy: policy, out: out}
+}
+
+func newSerialTransport(win *shm.Window, policy EvictPolicy, out chan<- msg) *pipeTransport {
+	return &pipeTransport{win: win, policy: policy, out: out, cache: cachepool.New()}
+}
+
+func (t *pipeTransport) start(index int) (link, error) {
+	if t.cache != nil {
+		return t.startLocal(index)
+	}
+	return t.startProcess(index)
+}
+
+func (t *pipeTransport) close() {
+	if t.cache != nil {
+		t.cache.Clear()
+	}
+}
+
+// startProcess starts a worker process for place index, from the spawning
+// thread (see internal/spawn), with its link's goroutines.
+func (t *pipeTransport) startProcess(index int) (link, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("engine: finding this program to start workers: %w", err)
+	}
+	// The parent's ends are non-blocking (its goroutines wait in the network
+	// poller, holding no thread); exec hands the worker its ends in blocking
+	// mode, which suits a process that does one thing at a time.
+	jobsR, jobsW, repR, repW, err := pipes()
+	if err != nil {
+		return nil, err
+	}
+	setPipeSize(jobsW)
+	setPipeSize(repW)
+
+	cmd := exec.Command(exe)
+	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
+	cmd.Stdin = nil
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{t.win.File(), jobsR, repW} // fds 3, 4, 5
+	cmd.SysProcAttr = workerSysProcAttr()
+	err = spawn.Start(cmd)
+	jobsR.Close()
+	repW.Close()
+	if err != nil {
+		jobsW.Close()
+		repR.Close()
+		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
+	}
+	l := newPipeLink(jobsW, repR, t.policy)
+	l.cmd = cmd
+	l.begin(index, t.out)
+	return l, nil
+}
+
+// startLocal starts the serial worker: the same serve loop as a worker
+// process, in a goroutine of this process, over in-process pipes.
+func (t *pipeTransport) startLocal(index int) (link, error) {
+	jobsR, jobsW, repR, repW, err := pipes()
+	if err != nil {
+		return nil, err
+	}
+	l := newPipeLink(jobsW, repR, t.policy)
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.served = make(chan error, 1)
+	go func() {
+		err := serveLocal(ctx, jobsR, repW, shmView{t.win}, t.cache)
+		jobsR.Close()
+		repW.Close()
+		l.served <- err
+	}()
+	l.begin(index, t.out)
+	return l, nil
+}
+
+// serveLocal is serial mode's worker: the pipe handshake, then serve.
+func serveLocal(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache) error {
+	wc, policy, err := acceptPipe(in, out)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, wc, win, cache, policy, new(atomic.Bool))
+}
+
+// pipes makes the two pipes of a link: jobs (parent to worker) and replies.
+func pipes() (jobsR, jobsW, repR, repW *os.File, err error) {
+	if jobsR, jobsW, err = os.Pipe(); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+	}
+	if repR, repW, err = os.Pipe(); err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+	}
+	return jobsR, jobsW, repR, repW, nil
+}
+
+// pipeLink is the scheduler's link to a worker over a pair of pipes: it
+// encodes what it is given into frames, which one goroutine writes (so that
+// the scheduler never blocks on a full pipe), and another goroutine reads
+// the worker's frames and reports them as messages.
+type pipeLink struct {
+	w      io.WriteCloser
+	r      io.ReadCloser
+	policy EvictPolicy // the pool's, sent in the handshake; the answer must name it
+
+	cmd *exec.Cmd // nil in serial mode
+	// serial mode: the serving goroutine's cancel and end.
+	cancel context.CancelFunc
+	served chan error
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending enc // frames not written yet
+	closed  bool
+}
+
+func newPipeLink(w io.WriteCloser, r io.ReadCloser, policy EvictPolicy) *pipeLink {
+	l := &pipeLink{w: w, r: r, policy: policy}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// begin sends the handshake and starts the link's goroutines.
+func (l *pipeLink) begin(index int, out chan<- msg) {
+	l.pending.hello(index, l.policy)
+	go l.writeLoop()
+	go l.readLoop(out)
+}
+
+func (l *pipeLink) send(tasks []task) {
+	l.mu.Lock()
+	for i := range tasks {
+		l.pending.task(&tasks[i])
+	}
+	l.mu.Unlock()
+	l.cond.Signal()
+}
+
+func (l *pipeLink) pid() int {
+	if l.cmd == nil {
+		return os.Getpid()
+	}
+	return l.cmd.Process.Pid
+}
+
+func (l *pipeLink) stop() {
+	l.mu.Lock()
+	l.pending.stop()
+	l.mu.Unlock()
+	l.cond.Signal()
+}
+
+func (l *pipeLink) terminate(grace time.Duration) {
+	if l.cmd == nil {
+		l.cancel()
+		l.close()
+		return
+	}
+	p := l.cmd.Process
+	if grace <= 0 {
+		p.Kill()
+		return
+	}
+	p.Signal(syscall.SIGTERM)
+	time.AfterFunc(grace, func() { p.Kill() })
+}
+
+// writeLoop writes what was queued until the link is closed or a write
+// fails (the worker is gone: the reader will find out and report it).
+func (l *pipeLink) writeLoop() {
+	var buf enc
+	for {
+		l.mu.Lock()
+		for len(l.pending.b) == 0 && !l.closed {
+			l.cond.Wait()
+		}
+		if l.closed {
+			l.mu.Unlock()
+			l.w.Close()
+			return
+		}
+		buf, l.pending = l.pending, enc{b: buf.b[:0]}
+		l.mu.Unlock()
+		if _, err := l.w.Write(buf.b); err != nil {
+			l.close()
+		}
+	}
+}
+
+func (l *pipeLink) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.cond.Signal()
+}
+
+// readLoop reads the worker's frames and reports them, batching the replies
+// that arrived together, until the stream ends; then it reports the end.
+func (l *pipeLink) readLoop(out chan<- msg) {
+	fr := newFrameReader(l.r)
+	err := func() error {
+		pid, policy, err := fr.hello()
+		if err != nil {
+			return err
+		}
+		if policy != l.policy {
+			return fmt.Errorf("engine: protocol: the worker applies eviction policy %v, the pool asked for %v", policy, l.policy)
+		}
+		out <- msg{from: l, hello: &hello{pid: int(pid)}}
+		for {
+			var batch []*reply
+			for {
+				kind, d, err := fr.next()
+				if err != nil {
+					if len(batch) > 0 {
+						out <- msg{from: l, replies: batch}
+					}
+					return err
+				}
+				switch kind {
+				case frameDone:
+					r, err := d.done()
+					if err != nil {
+						return err
+					}
+					batch = append(batch, r)
+				case frameBye:
+					s := d.stats()
+					if len(batch) > 0 {
+						out <- msg{from: l, replies: batch}
+						batch = nil
+					}
+					out <- msg{from: l, bye: &s}
+				default:
+					return fmt.Errorf("engine: protocol: unexpected frame of kind %d from a worker", kind)
+				}
+				if !fr.buffered() {
+					break
+				}
+			}
+			if len(batch) > 0 {
+				out <- msg{from: l, replies: batch}
+			}
+		}
+	}()
+	l.close()
+	l.r.Close()
+	out <- msg{from: l, died: l.wait(err)}
+}
+
+// wait waits for the worker's end and describes it.
+func (l *pipeLink) wait(readErr error) error {
+	if l.cmd == nil {
+		err := <-l.served
+		if err == nil {
+			err = errors.New("worker goroutine ended")
+		}
+		return err
+	}
+	err := l.cmd.Wait()
+	if err == nil {
+		if readErr != nil && readErr != io.EOF {
+			return fmt.Errorf("exited with status 0 after %v", readErr)
+		}
+		return errors.New("exited with status 0")
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Errorf("killed by signal %v", ws.Signal())
+		}
+		return fmt.Errorf("exited with status %d", ee.ExitCode())
+	}
+	return err
+}
+
+// pipeWorker is a worker's side of the pipes.
+type pipeWorker struct {
+	fr  *frameReader
+	out io.Writer
+	e   enc
+}
+
+// acceptPipe answers the parent's handshake on a worker's pipes and returns
+// the worker's side of them and the pool's eviction policy.
+func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, EvictPolicy, error) {
+	w := &pipeWorker{fr: newFrameReader(in), out: out}
+	_, policy, err := w.fr.hello()
+	if err != nil {
+		return nil, 0, err
+	}
+	w.e.hello(os.Getpid(), policy)
+	if err := w.flush(); err != nil {
+		return nil, 0, err
+	}
+	return w, policy, nil
+}
+
+func (w *pipeWorker) flush() error {
+	_, err := w.out.Write(w.e.b)
+	w.e.b = w.e.b[:0]
+	return err
+}
+
+func (w *pipeWorker) next() (*task, bool, error) {
+	kind, d, err := w.fr.next()
+	if err != nil {
+		return nil, false, err
+	}
+	switch kind {
+	case frameJob:
+		t, err := d.task()
+		return t, false, err
+	case frameStop:
+		return nil, true, nil
+	}
+	return nil, false, fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
+}
+
+func (w *pipeWorker) ready() bool { return w.fr.buffered() }
+
+func (w *pipeWorker) done(r *reply) error {
+	w.e.done(r)
+	return w.flush()
+}
+
+func (w *pipeWorker) bye(s cachepool.Stats) error {
+	w.e.bye(s)
+	return w.flush()
+}

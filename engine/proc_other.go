@@ -1,0 +1,14 @@
+//go:build !linux
+
+package engine
+
+import (
+	"os"
+	"syscall"
+)
+
+// workerSysProcAttr: without a parent-death signal, workers watch their
+// parent's process id instead (see watchParent).
+func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func setPipeSize(*os.File) {}

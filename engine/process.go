@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/shm"
+)
+
+// A worker process's life: started by the pipe transport with the window
+// and two pipes as inherited descriptors, it answers the handshake, serves
+// jobs (serve.go) and exits.
+
+// WorkerEnv is the environment variable that marks a worker process; its
+// value is the protocol version. Programs that start other programs from
+// jobs should remove it from their environment.
+const WorkerEnv = "POOLRUN_WORKER"
+
+// workerExitGrace is how long a worker asked to stop (SIGTERM, or its parent
+// gone) waits for the running job to return before it exits anyway.
+const workerExitGrace = 500 * time.Millisecond
+
+// Init must be the first call in main (and in TestMain) of a program that
+// runs pools with worker processes. In a worker process (the same binary,
+// re-executed by [Pool.Run]) it serves jobs until the pool ends and then
+// exits the process; in any other process it returns at once.
+//
+// A worker exits on its own when its parent dies: it is sent SIGTERM (a
+// parent-death signal, on Linux) or sees the end of its input pipe, lets
+// the running job return (its context is cancelled) for up to half a
+// second, runs the cleanups of its cached items and exits.
+func Init() {
+	v, ok := os.LookupEnv(WorkerEnv)
+	if !ok {
+		return
+	}
+	os.Exit(serveProcess(v))
+}
+
+// isWorker reports whether this process was started as a worker.
+func isWorker() bool {
+	_, ok := os.LookupEnv(WorkerEnv)
+	return ok
+}
+
+// serveProcess is the whole life of a worker process; it returns the exit
+// status.
+func serveProcess(version string) int {
+	if version != strconv.Itoa(protoVersion) {
+		fmt.Fprintf(os.Stderr, "poolrun worker: started by a pool speaking protocol %q, this binary speaks %d\n", version, protoVersion)
+		return 2
+	}
+	// os.NewFile never fails for these numbers; whether the descriptors are
+	// open, and what they are, shm.Open and the handshake find out.
+	winFile := os.NewFile(fdWindow, "window")
+	in := os.NewFile(fdJobs, "jobs")
+	out := os.NewFile(fdReply, "replies")
+	// The protocol's descriptors are this process's alone: processes that
+	// jobs start must not inherit them (a child that outlived its job would
+	// keep the reply pipe open, or could write into the protocol).
+	for _, fd := range []int{fdWindow, fdJobs, fdReply} {
+		syscall.CloseOnExec(fd)
+	}
+	win, err := shm.Open(winFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "poolrun worker:", err)
+		return notAWorker()
+	}
+	winFile.Close()
+	// Terminal signals are for the parent, which decides; SIGTERM asks this
+	// worker to stop.
+	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGPIPE)
+	ctx, cancel := context.WithCancel(context.Background())
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	cache := cachepool.Default()
+	var idle atomic.Bool
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if idle.Load() {
+				// Waiting for a job: nothing to let finish.
+				cache.Clear()
+				os.Exit(0)
+			}
+			// Give the running job the grace period to return; then run the
+			// cleanups (for at most a little longer) and exit anyway.
+			time.AfterFunc(workerExitGrace, func() {
+				cleared := make(chan struct{})
+				go func() { cache.Clear(); close(cleared) }()
+				select {
+				case <-cleared:
+				case <-time.After(workerExitGrace / 2):
+				}
+				os.Exit(1)
+			})
+		})
+	}
+	go func() {
+		<-term
+		stop()
+	}()
+	go watchParent(stop)
+	wc, policy, err := acceptPipe(in, out)
+	if err == nil {
+		err = serve(ctx, wc, shmView{win}, cache, policy, &idle)
+	}
+	cache.Clear()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "poolrun worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func notAWorker() int {
+	fmt.Fprintf(os.Stderr, "poolrun worker: this process was started as a worker (%s is set) but has no pool to serve.\n"+
+		"Workers are started by a running pool; unset %s to run the program itself.\n", WorkerEnv, WorkerEnv)
+	return 2
+}
+
+// watchParent cancels the worker when its parent process is gone, for
+// systems (or threads) where the parent-death signal does not fire.
+func watchParent(cancel func()) {
+	parent := os.Getppid()
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if os.Getppid() != parent {
+			cancel()
+			return
+		}
+	}
+}

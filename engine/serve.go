@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+)
+
+// A worker's serve loop, the same in a worker process and in serial mode,
+// whatever the transport.
+
+// runTask runs one task and returns its reply.
+func (r *runner) runTask(ctx context.Context, t *task) *reply {
+	rep := &reply{id: t.id}
+	evicted, err := r.sync(t.gen)
+	rep.evicted = evicted
+	rep.start = time.Now()
+	if err != nil {
+		// Without a window we cannot tell what to keep: keep everything
+		// and run the job; only memory is at stake.
+		fmt.Fprintln(os.Stderr, "poolrun worker: reading the window:", err)
+	}
+	fn := lookupFunc(t.fn)
+	if fn == nil {
+		rep.outcome = outcomeError
+		rep.payload = []byte(fmt.Sprintf("function %q is not registered in the worker process (register it in a package-level var, and call engine.Init first in main)", t.fn))
+	} else {
+		res, panicked, err := call(ctx, fn, t.arg, r.cache)
+		switch {
+		case panicked != nil:
+			rep.outcome = outcomePanic
+			rep.payload = []byte(panicked.Value.(string))
+			rep.stack = panicked.Stack
+		case err != nil:
+			rep.outcome = outcomeError
+			rep.payload = []byte(err.Error())
+		default:
+			rep.payload = res
+		}
+	}
+	rep.elapsed = time.Since(rep.start)
+	rep.evicted += r.afterJob()
+	rep.stats = r.cache.Stats()
+	return rep
+}
+
+// call runs fn on arg with the worker's cache; a panic comes back as a
+// *PanicError with the stack.
+func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache) (res []byte, p *PanicError, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &PanicError{Op: "job", Value: fmt.Sprint(v), Stack: debug.Stack()}
+		}
+	}()
+	res, err = fn.call(cachepool.WithCache(ctx, cache), arg)
+	return res, nil, err
+}
+
+// serve is a worker's loop, the same in a worker process and in serial
+// mode: run each task in order under the pool's eviction policy and reply
+// to it, until told to stop (clear the cache, say goodbye) or the parent is
+// gone. It returns ctx.Err() when ctx has ended after a job.
+//
+// idle is set while serve waits for the parent with nothing to do, so that
+// a signal handler may end the process at once.
+func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.Cache, policy EvictPolicy, idle *atomic.Bool) error {
+	r := &runner{win: win, cache: cache, policy: policy}
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !wc.ready() {
+			idle.Store(true)
+		}
+		t, stop, err := wc.next()
+		idle.Store(false)
+		if err == io.EOF {
+			return nil // the parent is gone or closed the pipe
+		}
+		if err != nil {
+			return err
+		}
+		if stop {
+			cache.Clear()
+			return wc.bye(cache.Stats())
+		}
+		if err := wc.done(r.runTask(ctx, t)); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package engine
+
+import "github.com/poolrun/poolrun/cachepool"
+
+// Stats are a pool's figures, from [Pool.Stats].
+type Stats struct {
+	// Workers has one entry per worker place, in the order they were made.
+	Workers []WorkerStats
+	// Publishes counts the window publishes that changed the required set;
+	// Generation is the window's generation at the last one.
+	Publishes  uint64
+	Generation uint64
+	// Counts holds the number of jobs in each status, indexed by Status.
+	Counts [numStatuses]int
+}
+
+// WorkerStats are the figures of one worker place: the worker process
+// that holds it and those that held it before (a worker that dies is
+// replaced in its place).
+type WorkerStats struct {
+	// Index numbers the place from 1. PID is its current (or last) process.
+	Index, PID int
+	// Jobs counts the jobs its processes ran; Restarts the processes that
+	// replaced one that died.
+	Jobs, Restarts int
+	// Evicted counts the items its processes evicted while the pool ran,
+	// by the pool's eviction policy: stale items before a job (EvictStale),
+	// or everything after each job (EvictEachJob). Cache.Evictions counts
+	// these and the clear at the end of the pool.
+	Evicted uint64
+	// Cache sums the cache statistics of the place's processes (PeakBytes is
+	// the largest), as last reported: after every job and at the end.
+	Cache cachepool.Stats
+}
+
+// Total returns the sum of the workers' figures: jobs, restarts, items
+// evicted, and every cache counter. Cache.PeakBytes is the sum of the
+// workers' own peaks (what they would hold if their peaks coincided);
+// Cache.Bytes and Cache.Resident are what they hold now. Index and PID are 0.
+func (s Stats) Total() WorkerStats {
+	var t WorkerStats
+	for _, w := range s.Workers {
+		t.Jobs += w.Jobs
+		t.Restarts += w.Restarts
+		t.Evicted += w.Evicted
+		c := &t.Cache
+		c.Hits += w.Cache.Hits
+		c.Builds += w.Cache.Builds
+		c.Evictions += w.Cache.Evictions
+		c.Resident += w.Cache.Resident
+		c.Bytes += w.Cache.Bytes
+		c.PeakBytes += w.Cache.PeakBytes
+		c.BuildTime += w.Cache.BuildTime
+	}
+	return t
+}
+
+// Stats returns the pool's figures; it may be called at any time, from any
+// goroutine.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Stats{Counts: p.counts}
+	if s := p.sched; s != nil {
+		st.Publishes, st.Generation = s.win.publishes(), s.win.gen()
+		for _, pl := range s.places {
+			st.Workers = append(st.Workers, pl.stats())
+		}
+	}
+	return st
+}
+
+// addStats adds the figures of a worker's process to those of the
+// processes that held its place before: counters add up, and PeakBytes is
+// the larger peak, since those processes did not live at the same time.
+func addStats(a, b cachepool.Stats) cachepool.Stats {
+	a.Hits += b.Hits
+	a.Builds += b.Builds
+	a.Evictions += b.Evictions
+	a.Resident += b.Resident
+	a.Bytes += b.Bytes
+	a.PeakBytes = max(a.PeakBytes, b.PeakBytes)
+	a.BuildTime += b.BuildTime
+	return a
+}
+

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+)
+
+// The seam between the scheduler and the workers. The scheduler knows a
+// worker only as a link that takes typed messages, and hears from it only
+// through msgs on one channel; how the messages travel (frames over pipes
+// to a process, or to a goroutine in serial mode, in pipes.go) is the
+// transport's business. A transport that reaches workers elsewhere
+// implements the same three types and nothing in the scheduler changes.
+
+// A transport starts workers and carries their messages. Each worker it
+// starts or admits reports, in order on the transport's channel, its hello,
+// then done and bye messages, and at last died: nothing follows died.
+type transport interface {
+	// start starts a worker for place index. The worker says hello when it
+	// is ready; a transport whose workers join on their own may refuse.
+	start(index int) (link, error)
+	// close releases what the transport holds; every worker has gone.
+	close()
+}
+
+// A link is the scheduler's handle on one worker. Its methods never block
+// on the worker and may be called until the worker's died message.
+type link interface {
+	// send hands the worker jobs to run in order. The tasks may be reused
+	// by the caller as soon as send returns.
+	send(tasks []task)
+	// stop asks the worker to finish the jobs it was sent, clear its cache
+	// (running the items' cleanups), say bye and exit.
+	stop()
+	// terminate asks the worker to stop now (its running job's context is
+	// cancelled) and kills it if it has not gone after grace.
+	terminate(grace time.Duration)
+	// pid is the worker's process id where the transport knows it before
+	// the hello (which tells it in any case), else 0.
+	pid() int
+}
+
+// A msg is one thing a worker said, or its end. Exactly one of hello,
+// replies, bye and died is set.
+type msg struct {
+	from    link
+	hello   *hello
+	replies []*reply // finished jobs, in the order they finished
+	bye     *cachepool.Stats
+	died    error // the worker is gone, and why
+}
+
+// hello is what a worker says when it is ready to serve.
+type hello struct {
+	pid int
+}
+
+// task is one job as a worker sees it.
+type task struct {
+	id  uint64
+	gen uint64 // the worker must see at least this window generation
+	fn  string
+	arg []byte
+}
+
+// Outcomes of a job, in a reply.
+const (
+	outcomeOK byte = iota
+	outcomeError
+	outcomePanic
+)
+
+// reply is a worker's report of one finished job.
+type reply struct {
+	id      uint64
+	outcome byte
+	start   time.Time
+	elapsed time.Duration
+	payload []byte // result (gob) for outcomeOK, message otherwise
+	stack   []byte // outcomePanic only
+	stats   cachepool.Stats
+	evicted int // items evicted for this job: before it ran, and after it under EvictEachJob
+}
+
+// workerConn is a worker's side of a transport: the serve loop reads tasks
+// from it and writes replies to it. The handshake is done when serve gets
+// it.
+type workerConn interface {
+	// next returns the next task, or stop (true) when the parent asks the
+	// worker to stop; io.EOF when the parent is gone.
+	next() (t *task, stop bool, err error)
+	// ready reports whether next would return without waiting.
+	ready() bool
+	// done reports a finished job.
+	done(r *reply) error
+	// bye reports the cache's final statistics; nothing follows.
+	bye(s cachepool.Stats) error
+}

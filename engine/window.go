@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/poolrun/poolrun/shm"
+)
+
+// The window, as the scheduler and the workers see it. The parent publishes
+// the set of required keys; a worker reads it on its own schedule. Today
+// both are a window in shared memory ([shm.Window]); a transport that
+// reaches other hosts carries the set its own way behind the same two
+// interfaces.
+
+// publisher is the parent's side of the window.
+type publisher interface {
+	// publish replaces the set of required keys. More keys than the window
+	// holds is not an error: the window then says "keep everything".
+	publish(keys []uint64)
+	// gen is the window's generation: it grows with every publish that
+	// changes the set. A job sent with generation g must not run on an
+	// older view of the window.
+	gen() uint64
+	// publishes counts the publishes that changed the set.
+	publishes() uint64
+}
+
+// windowView is a worker's side of the window.
+type windowView interface {
+	// Gen returns the generation the worker can see now.
+	Gen() uint64
+	// Snapshot copies the set (into dst's room) with its generation.
+	Snapshot(dst []uint64) (shm.Snapshot, error)
+	// WaitGen waits until the generation is at least gen or deadline has
+	// passed, and reports whether it got there. On false the worker keeps
+	// every item: it cannot tell which are still needed.
+	WaitGen(gen uint64, deadline time.Time) bool
+}
+
+// shmPublisher publishes in a window in shared memory. Once the window is
+// closed it keeps answering with the figures it had.
+type shmPublisher struct {
+	w *shm.Window
+}
+
+func (s shmPublisher) publish(keys []uint64) {
+	// An overflow is not an error: the window says "keep everything".
+	s.w.Publish(keys)
+}
+
+func (s shmPublisher) gen() uint64       { return s.w.Gen() }
+func (s shmPublisher) publishes() uint64 { return s.w.Publishes() }
+
+// shmView is a worker's view of a window in shared memory.
+type shmView struct {
+	*shm.Window
+}
+
+// WaitGen spins (yielding the processor) until the generation reaches gen.
+// The parent publishes before it sends a job, so a worker that sees the job
+// before the publish sees only a reordering of the two on one host, which
+// lasts microseconds.
+func (v shmView) WaitGen(gen uint64, deadline time.Time) bool {
+	for i := 0; v.Gen() < gen; i++ {
+		if i%64 == 63 && time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
+// closedWindow stands for a window that was closed at the end of a pool: it
+// keeps the figures the window had for [Pool.Stats].
+type closedWindow struct{ g, n uint64 }
+
+func (c closedWindow) publish([]uint64) {}
+func (c closedWindow) gen() uint64      { return c.g }
+func (c closedWindow) publishes() uint64 {
+	return c.n
+}

@@ -1,0 +1,131 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
+)
+
+// TestStatsWhileWorkersComeAndGo reads Pool.Stats from another goroutine
+// while workers die and are replaced; run under -race, it must raise no
+// report, and the figures must add up.
+func TestStatsWhileWorkersComeAndGo(t *testing.T) {
+	p := engine.New(engine.Workers(2))
+	const kills = 4
+	var squares []*engine.Job[int]
+	for i := range 200 {
+		if i%50 == 25 {
+			engine.Queue(p, killSelf, struct{}{})
+		}
+		squares = append(squares, engine.Queue(p, square, i))
+	}
+	stop := make(chan struct{})
+	var reads int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st := p.Stats()
+			for _, w := range st.Workers {
+				_ = w.PID + w.Jobs + w.Restarts
+			}
+			reads++
+		}
+	})
+	err := p.Run(context.Background())
+	close(stop)
+	wg.Wait()
+	if !errors.Is(err, engine.ErrWorkerDied) {
+		t.Fatalf("Run: %v, want ErrWorkerDied", err)
+	}
+	for i, j := range squares {
+		if v, err := j.Result(); err != nil || v != i*i {
+			t.Errorf("job %d: %d, %v", j.ID(), v, err)
+		}
+	}
+	tot := p.Stats().Total()
+	if tot.Restarts != kills || tot.Jobs != 200 {
+		t.Errorf("restarts %d, jobs %d; want %d and 200", tot.Restarts, tot.Jobs, kills)
+	}
+	t.Logf("%d reads of Stats while the pool ran", reads)
+}
+
+// TestHandshakeTimeout: a worker that does not answer its handshake in time
+// is killed and reported; the pool goes on with the other worker.
+func TestHandshakeTimeout(t *testing.T) {
+	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
+	p := engine.New(engine.Workers(2), engine.StartTimeout(time.Second))
+	var jobs []*engine.Job[span]
+	for range 15 {
+		jobs = append(jobs, engine.Queue(p, stamp, 100*time.Millisecond))
+	}
+	err := p.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "did not answer the handshake within 1s and was killed") {
+		t.Fatalf("Run: %v, want the stalled worker reported", err)
+	}
+	for _, j := range jobs {
+		if _, err := j.Result(); err != nil {
+			t.Errorf("job %d: %v", j.ID(), err)
+		}
+	}
+	var pids []int
+	for _, w := range p.Stats().Workers {
+		pids = append(pids, w.PID)
+	}
+	if left := proctest.WaitGone(pids, 5*time.Second); len(left) > 0 {
+		t.Errorf("workers %v still there after Run", left)
+	}
+	t.Logf("Run: %v", err)
+}
+
+// TestHandshakeTimeoutAll: when no worker answers, Run fails soon with an
+// error that says so and names engine.Init, rather than wait.
+func TestHandshakeTimeoutAll(t *testing.T) {
+	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
+	p := engine.New(engine.Workers(1), engine.StartTimeout(500*time.Millisecond))
+	j := engine.Queue(p, square, 3)
+	start := time.Now()
+	err := p.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no worker left") || !strings.Contains(err.Error(), "engine.Init") {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run took %v", took)
+	}
+	if j.Status() != engine.Cancelled {
+		t.Errorf("the job is %v, want cancelled", j.Status())
+	}
+	if _, err := os.Stat(os.Getenv(envStallOnce)); err != nil {
+		t.Errorf("no worker stalled: %v", err)
+	}
+}
+
+// TestStalledWorkerAtTheEnd: a pool that finishes before a stalled worker's
+// handshake is due does not wait for it: the worker is killed at once.
+func TestStalledWorkerAtTheEnd(t *testing.T) {
+	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
+	p := engine.New(engine.Workers(2))
+	j := engine.Queue(p, square, 3)
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := j.Result(); v != 9 {
+		t.Errorf("result %d", v)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run took %v: it waited for the stalled worker", took)
+	}
+}
