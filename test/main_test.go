@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/poolrun/poolrun/engine"
 )
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(envStallOnce); path != "" && os.Getenv(engine.WorkerEnv) != "" {
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
-			select {} // never serves
+			time.Sleep(time.Hour) // never serves
 		}
 	}
 	engine.Init()
