@@ -44,11 +44,8 @@ func BenchmarkDispatch(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 				if job.fn == getResident {
-					var builds, hits uint64
-					for _, ws := range p.Stats().Workers {
-						builds += ws.Cache.Builds
-						hits += ws.Cache.Hits
-					}
+					tot := p.Stats().Total().Cache
+					builds, hits := tot.Builds, tot.Hits
 					if builds+hits != uint64(b.N) {
 						b.Fatalf("%d builds and %d hits for %d jobs", builds, hits, b.N)
 					}

@@ -161,12 +161,8 @@ func runPool(b *testing.B, p *engine.Pool, m *cacheMeter) runFigures {
 	for _, n := range st.Counts {
 		f.jobs += n
 	}
-	for _, w := range st.Workers {
-		f.builds += w.Cache.Builds
-		f.hits += w.Cache.Hits
-		f.evictions += w.Cache.Evictions
-		f.peak += w.Cache.PeakBytes
-	}
+	tot := st.Total().Cache
+	f.builds, f.hits, f.evictions, f.peak = tot.Builds, tot.Hits, tot.Evictions, tot.PeakBytes
 	f.mean = m.mean()
 	return f
 }

@@ -64,11 +64,7 @@ func TestManyJobs(t *testing.T) {
 			}
 		}
 		st := p.Stats()
-		total := 0
-		for _, w := range st.Workers {
-			total += w.Jobs
-		}
-		if total != n {
+		if total := st.Total().Jobs; total != n {
 			t.Errorf("workers ran %d jobs, want %d", total, n)
 		}
 		t.Logf("stats: %+v", st.Workers)

@@ -117,10 +117,8 @@ func TestCacheSurvival(t *testing.T) {
 			builds += b
 		}
 		st := p.Stats()
-		var misses, evictions uint64
+		misses, evictions := st.Total().Cache.Builds, st.Total().Cache.Evictions
 		for _, w := range st.Workers {
-			misses += w.Cache.Builds
-			evictions += w.Cache.Evictions
 			if w.Cache.Resident != 0 {
 				t.Errorf("worker %d still holds %d items at the end", w.Index, w.Cache.Resident)
 			}

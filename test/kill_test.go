@@ -47,11 +47,7 @@ func TestWorkerKilled(t *testing.T) {
 			t.Errorf("job %d: %d, %v", j.ID(), v, err)
 		}
 	}
-	restarts := 0
-	for _, w := range p.Stats().Workers {
-		restarts += w.Restarts
-	}
-	if restarts != 1 {
+	if restarts := p.Stats().Total().Restarts; restarts != 1 {
 		t.Errorf("%d restarts, want 1", restarts)
 	}
 	t.Logf("Run: %v", err)

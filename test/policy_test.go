@@ -90,10 +90,9 @@ func runPolicyChain(t *testing.T, workers int, pol engine.EvictPolicy) []string 
 		t.Fatal(err)
 	}
 	log := strings.Split(strings.TrimSpace(string(data)), "\n")
-	var builds, evictions uint64
-	for _, w := range p.Stats().Workers {
-		builds += w.Cache.Builds
-		evictions += w.Cache.Evictions
+	st := p.Stats()
+	builds, evictions := st.Total().Cache.Builds, st.Total().Cache.Evictions
+	for _, w := range st.Workers {
 		if w.Cache.Resident != 0 {
 			t.Errorf("worker %d holds %d items after the pool", w.Index, w.Cache.Resident)
 		}

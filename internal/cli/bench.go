@@ -242,14 +242,14 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	}
 	run.Checksum = sum.Checksum
 	run.WallSeconds = wall.Seconds()
-	for _, w := range p.Stats().Workers {
+	st := p.Stats()
+	for _, w := range st.Workers {
 		run.Workers = append(run.Workers, reportWorker(w))
-		run.Builds += float64(w.Cache.Builds)
-		run.Hits += float64(w.Cache.Hits)
-		run.Evictions += float64(w.Cache.Evictions)
-		run.PeakBytes += float64(w.Cache.PeakBytes)
 		run.WorkerPeakBytes = append(run.WorkerPeakBytes, float64(w.Cache.PeakBytes))
 	}
+	tot := st.Total().Cache
+	run.Builds, run.Hits = float64(tot.Builds), float64(tot.Hits)
+	run.Evictions, run.PeakBytes = float64(tot.Evictions), float64(tot.PeakBytes)
 	return run, nil
 }
 

@@ -154,11 +154,14 @@ type report struct {
 }
 
 type workerReport struct {
-	Index    int         `json:"index"`
-	PID      int         `json:"pid"`
-	Jobs     int         `json:"jobs"`
-	Restarts int         `json:"restarts"`
-	Cache    cacheReport `json:"cache"`
+	Index    int `json:"index"`
+	PID      int `json:"pid"`
+	Jobs     int `json:"jobs"`
+	Restarts int `json:"restarts"`
+	// StaleEvictions counts the items evicted while the pool ran, by its
+	// policy; cache.evictions also counts the clear at the end.
+	StaleEvictions uint64      `json:"stale_evictions"`
+	Cache          cacheReport `json:"cache"`
 }
 
 // cacheReport is cachepool.Stats as the report spells it.
@@ -174,21 +177,7 @@ type cacheReport struct {
 
 // reportWorker is one worker's entry of a report.
 func reportWorker(w engine.WorkerStats) workerReport {
-	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, Cache: cacheOf(w.Cache)}
-}
-
-// workerTotals sums the workers' jobs and cache figures; PeakBytes is the
-// sum of each worker's own peak.
-func workerTotals(ws []engine.WorkerStats) (jobs int, c cachepool.Stats) {
-	for _, w := range ws {
-		jobs += w.Jobs
-		c.Hits += w.Cache.Hits
-		c.Builds += w.Cache.Builds
-		c.Evictions += w.Cache.Evictions
-		c.PeakBytes += w.Cache.PeakBytes
-		c.BuildTime += w.Cache.BuildTime
-	}
-	return jobs, c
+	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, StaleEvictions: w.Evicted, Cache: cacheOf(w.Cache)}
 }
 
 func cacheOf(s cachepool.Stats) cacheReport {
@@ -203,8 +192,10 @@ type totals struct {
 	Builds      uint64         `json:"builds"`
 	Hits        uint64         `json:"hits"`
 	Evictions   uint64         `json:"evictions"`
-	PeakBytes   int64          `json:"peak_cache_bytes"`
-	Publishes   uint64         `json:"window_publishes"`
+	// StaleEvictions: the workers' evictions while the pool ran.
+	StaleEvictions uint64 `json:"stale_evictions"`
+	PeakBytes      int64  `json:"peak_cache_bytes"`
+	Publishes      uint64 `json:"window_publishes"`
 }
 
 func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
@@ -224,7 +215,9 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 	for _, w := range st.Workers {
 		r.Workers = append(r.Workers, reportWorker(w))
 	}
-	_, c := workerTotals(st.Workers)
+	tot := st.Total()
+	c := tot.Cache
+	r.Totals.StaleEvictions = tot.Evicted
 	r.Totals.Builds, r.Totals.Hits, r.Totals.Evictions, r.Totals.PeakBytes = c.Builds, c.Hits, c.Evictions, c.PeakBytes
 	return r
 }
@@ -269,8 +262,9 @@ func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
-		jobs, c := workerTotals(st.Workers)
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		tot := st.Total()
+		c := tot.Cache
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
 	}
 	tw.Flush()
 	var parts []string
