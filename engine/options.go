@@ -33,6 +33,9 @@ type config struct {
 	tick         time.Duration
 	evict        EvictPolicy
 	startTimeout time.Duration
+	// transport, when set, makes the pool's transport instead of the pipe
+	// transport, and says how many workers to start (others may join).
+	transport func(win *shm.Window, policy EvictPolicy, out chan<- msg) (tr transport, start int)
 }
 
 func defaultConfig() config {

@@ -193,9 +193,12 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	msgs := make(chan msg, 64)
 	var tr transport
 	n := p.cfg.workers
-	if n == 0 {
+	switch {
+	case p.cfg.transport != nil:
+		tr, n = p.cfg.transport(win, p.cfg.evict, msgs)
+	case n == 0:
 		tr, n = newSerialTransport(win, p.cfg.evict, msgs), 1
-	} else {
+	default:
 		tr = newProcessTransport(win, p.cfg.evict, msgs)
 	}
 	s := newScheduler(p, tr, shmPublisher{win}, msgs)
