@@ -83,4 +83,3 @@ func addStats(a, b cachepool.Stats) cachepool.Stats {
 	a.BuildTime += b.BuildTime
 	return a
 }
-
