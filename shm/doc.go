@@ -47,10 +47,18 @@
 // descriptor or a mapping of it: nothing remains on disk after [Window.Close],
 // nor after any process is killed.
 //
+// # Finding a window from outside
+//
+// [Find] lists the windows that a process holds, through a descriptor or,
+// for a reader that closed its descriptor after [Open], through its mapping,
+// each with a path under /proc that [Open] can read (Linux only). This is
+// how "poolrun inspect PID" finds a pool's window.
+//
 // # Layout
 //
 // One page of header (magic number, layout version, capacity, sequence,
 // count, overflow flag, each a 64-bit word), then the slots. [Open] checks the
-// header field by field and refuses a file that is not a window of this
-// layout with [ErrCorrupt]. The byte offsets are drawn in layout.go.
+// header field by field: it refuses a file that is not a window with
+// [ErrCorrupt], and a window of a layout version it does not read (made by
+// another build) with [ErrVersion]. The byte offsets are drawn in layout.go.
 package shm

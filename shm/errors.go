@@ -10,10 +10,16 @@ var (
 	ErrOverflow = errors.New("shm: more keys than the window's capacity")
 
 	// ErrCorrupt is returned (wrapped, with the offending field named) by
-	// [Open] when the file is not a window of this layout: wrong magic
-	// number, layout version, capacity or size. [Window.Snapshot] returns it
-	// when a consistent read shows an impossible count.
+	// [Open] when the file is not a window: too short for a header, a wrong
+	// magic number, or a capacity or size that cannot be. [Window.Snapshot]
+	// returns it when a consistent read shows an impossible count.
 	ErrCorrupt = errors.New("shm: not a valid window")
+
+	// ErrVersion is returned (wrapped, with both versions named) by [Open]
+	// when the file is a window (its magic number is right) of a layout
+	// version this build does not read: most likely it was made by another
+	// build of poolrun. It does not match [ErrCorrupt].
+	ErrVersion = errors.New("shm: window of an unknown layout version")
 
 	// ErrWriterStalled is returned by [Window.Snapshot] when the sequence
 	// stayed odd (a write under way) for longer than the stall timeout: the

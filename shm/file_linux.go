@@ -14,11 +14,11 @@ import (
 // under a reader's mapping. Where memfd_create is unavailable it falls back
 // to an unlinked temporary file.
 func createFile(size int) (*os.File, error) {
-	fd, err := unix.MemfdCreate("poolrun-window", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	fd, err := unix.MemfdCreate(fileName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return createTempFile(size)
 	}
-	f := os.NewFile(uintptr(fd), "memfd:poolrun-window")
+	f := os.NewFile(uintptr(fd), "memfd:"+fileName)
 	if err := f.Truncate(int64(size)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("shm: sizing %s: %w", f.Name(), err)

@@ -20,7 +20,7 @@ func createTempFile(size int) (*os.File, error) {
 	for range 10 {
 		var b [8]byte
 		rand.Read(b[:])
-		name := filepath.Join(os.TempDir(), "poolrun-window-"+hex.EncodeToString(b[:]))
+		name := filepath.Join(os.TempDir(), fileName+"-"+hex.EncodeToString(b[:]))
 		var err error
 		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {

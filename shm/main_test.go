@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		os.Exit(roleCreator(true))
 	case "publisher":
 		os.Exit(rolePublisher())
+	case "mapper":
+		os.Exit(roleMapper())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(envRole))
 		os.Exit(2)
@@ -198,5 +200,21 @@ func rolePublisher() int {
 		next = next.Add(100 * time.Microsecond)
 		time.Sleep(time.Until(next))
 	}
+	return 0
+}
+
+// roleMapper maps the window at descriptor 3 and closes the descriptor, as a
+// poolrun worker does, says so, and waits for its stdin to close.
+func roleMapper() int {
+	f := os.NewFile(3, "window")
+	w, err := shm.Open(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mapper:", err)
+		return 1
+	}
+	defer w.Close()
+	f.Close()
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
 	return 0
 }

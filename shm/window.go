@@ -101,10 +101,12 @@ func Create(capacity int) (*Window, error) {
 
 // Open maps the window behind f, typically a descriptor inherited from the
 // process that created it, read-only: a write through the mapping faults.
-// Open checks the header field by field and refuses, with an error wrapping
-// [ErrCorrupt] that names the field, a file too short for a header, a wrong
-// magic number, an unknown layout version, an impossible capacity, or a size
-// that does not match the capacity.
+// Open checks the header field by field (magic number, then layout version,
+// then capacity and size). It refuses a file too short for a header, a wrong
+// magic number, an impossible capacity, or a size that does not match the
+// capacity with an error wrapping [ErrCorrupt] that names the field; and a
+// window of a layout version this build does not read (the magic number is
+// right, the version is not) with one wrapping [ErrVersion].
 //
 // Open does not take ownership of f: the caller may close it once Open has
 // returned (the mapping stays valid), and [Window.Close] does not close it.
@@ -122,22 +124,22 @@ func Open(f *os.File) (*Window, error) {
 		return nil, fmt.Errorf("shm: mapping %s: %w", f.Name(), err)
 	}
 	h := mapHeader(m, 0)
-	fail := func(format string, args ...any) (*Window, error) {
+	fail := func(sentinel error, format string, args ...any) (*Window, error) {
 		unix.Munmap(m)
-		return nil, fmt.Errorf("%w: %s: "+format, append([]any{ErrCorrupt, f.Name()}, args...)...)
+		return nil, fmt.Errorf("%w: %s: "+format, append([]any{sentinel, f.Name()}, args...)...)
 	}
 	if got := h.magic.Load(); got != magicNumber {
-		return fail("magic is %#x, want %#x", got, magicNumber)
+		return fail(ErrCorrupt, "magic is %#x, want %#x", got, magicNumber)
 	}
 	if got := h.version.Load(); got != layoutVersion {
-		return fail("layout version is %d, want %d", got, layoutVersion)
+		return fail(ErrVersion, "layout version is %d, this build reads version %d", got, layoutVersion)
 	}
 	c := h.capacity.Load()
 	if c == 0 || c > maxCapacity {
-		return fail("capacity is %d, want 1 to %d", c, maxCapacity)
+		return fail(ErrCorrupt, "capacity is %d, want 1 to %d", c, maxCapacity)
 	}
 	if want := mappingSize(int(c)); size != int64(want) {
-		return fail("size is %d bytes, want %d for capacity %d", size, want, c)
+		return fail(ErrCorrupt, "size is %d bytes, want %d for capacity %d", size, want, c)
 	}
 	w := &Window{capacity: int(c), mapping: m, h: mapHeader(m, int(c))}
 	w.stallNanos.Store(int64(DefaultStallTimeout))

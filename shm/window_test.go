@@ -304,16 +304,28 @@ func TestOpenCorrupt(t *testing.T) {
 		name  string
 		data  func() []byte
 		field string // the error must name it
+		want  error  // ErrCorrupt unless set
 	}{
 		{name: "empty file", data: func() []byte { return nil }, field: "size"},
 		{name: "truncated header", data: func() []byte { return header(8)[:100] }, field: "size"},
 		{name: "truncated slots", data: func() []byte { return header(1000)[:shm.HeaderSize+8] }, field: "size"},
 		{name: "wrong magic", data: func() []byte { b := header(8); copy(b, "notawind"); return b }, field: "magic"},
-		{name: "wrong version", data: func() []byte {
+		{name: "next version", data: func() []byte {
 			b := header(8)
 			binary.NativeEndian.PutUint64(b[8:], shm.LayoutVersion+1)
 			return b
-		}, field: "version"},
+		}, field: "version", want: shm.ErrVersion},
+		{name: "version 0", data: func() []byte {
+			b := header(8)
+			binary.NativeEndian.PutUint64(b[8:], 0)
+			return b
+		}, field: "version", want: shm.ErrVersion},
+		{name: "wrong magic and version", data: func() []byte {
+			b := header(8)
+			copy(b, "notawind")
+			binary.NativeEndian.PutUint64(b[8:], shm.LayoutVersion+1)
+			return b
+		}, field: "magic"},
 		{name: "zero capacity", data: func() []byte { b := header(8); binary.NativeEndian.PutUint64(b[16:], 0); return b }, field: "capacity"},
 		{name: "capacity larger than the file", data: func() []byte {
 			b := header(8)
@@ -337,8 +349,12 @@ func TestOpenCorrupt(t *testing.T) {
 				w.Close()
 				t.Fatal("Open succeeded")
 			}
-			if !errors.Is(err, shm.ErrCorrupt) {
-				t.Errorf("err = %v, want ErrCorrupt", err)
+			want, other := shm.ErrCorrupt, shm.ErrVersion
+			if tt.want == shm.ErrVersion {
+				want, other = other, want
+			}
+			if !errors.Is(err, want) || errors.Is(err, other) {
+				t.Errorf("err = %v, want %v and not %v", err, want, other)
 			}
 			if !strings.Contains(err.Error(), tt.field) || !strings.Contains(err.Error(), path) {
 				t.Errorf("err = %q, want it to name the field %q and the file", err, tt.field)

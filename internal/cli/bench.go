@@ -229,9 +229,11 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	}
 	s := newSession(&f.pool, stderr)
 	p := engine.New(append(s.options(), engine.Evict(pol))...)
-	if _, err := scaffoldjobs.Queue(p, cfg, dir); err != nil {
+	plan, err := scaffoldjobs.Queue(p, cfg, dir)
+	if err != nil {
 		return run, err
 	}
+	defer plan.Close()
 	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
 		return run, fmt.Errorf("poolrun bench: policy %s: %w", pol, runErr)

@@ -98,10 +98,13 @@ func TestBenchJSON(t *testing.T) {
 	}
 	for i := range 2 {
 		s, n, e := stale.Runs[i], never.Runs[i], each.Runs[i]
-		// Every connection job gets an index once, and under each-job
-		// always builds it.
-		if s.Builds > e.Builds || e.Hits != 0 {
-			t.Errorf("run %d: stale built %v, each-job %v (with %v hits); want stale <= each-job, no hits", i+1, s.Builds, e.Builds, e.Hits)
+		// Under each-job every job builds what it needs: the
+		// configuration, and for a connection job its index, whose build
+		// gets the configuration the job built first (the only hit). So
+		// a connection job makes 2 builds and 1 hit, a placement job 1
+		// build: fewer hits than half the builds.
+		if s.Builds > e.Builds || e.Hits == 0 || 2*e.Hits >= e.Builds {
+			t.Errorf("run %d: stale built %v, each-job %v (with %v hits); want stale <= each-job, a hit per connection job", i+1, s.Builds, e.Builds, e.Hits)
 		}
 		// Under never a worker frees nothing before the end, so its peak
 		// is the sum of all it built; and both workers run connection jobs

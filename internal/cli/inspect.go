@@ -16,11 +16,13 @@ import (
 
 const inspectUsage = `Usage: poolrun inspect PID
 
-Prints the window of the running pool whose parent (or worker) process is
-PID: its generation, how many required items it lists, whether it
-overflowed, and the keys, with the names of the items this binary knows.
-The window is found among the process's open descriptors
-(/proc/PID/fd), so you need the right to read them (the same user, or root).
+Prints the window of the running pool that process PID belongs to, as its
+parent or as one of its workers: its generation, how many required items it
+lists, whether it overflowed, and the keys, with the names of the items this
+binary knows. The parent holds the window as an open descriptor
+(/proc/PID/fd); a worker only maps it (/proc/PID/maps), so a worker's window
+is read through the descriptor of the worker's parent. You need the right to
+read the processes' descriptors (the same user, or root).
 
 Example:
   poolrun scaffold & sleep 2; poolrun inspect $!
@@ -42,22 +44,109 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil || pid <= 0 {
 		return badInputf("poolrun inspect: %q is not a process id", fs.Arg(0))
 	}
-	f, err := findFD(pid, "poolrun-window")
+	windows, err := findWindows(pid)
 	if err != nil {
 		return badInput(fmt.Errorf("poolrun inspect: %w", err))
 	}
-	defer f.Close()
-	names := readNames(pid)
-	w, err := shm.Open(f)
+	for _, win := range windows {
+		if err := printWindow(stdout, win); err != nil {
+			return fmt.Errorf("poolrun inspect: %w", err)
+		}
+	}
+	return nil
+}
+
+// A windowSource says where to read one window that a process holds.
+type windowSource struct {
+	pid   int    // the process inspected
+	path  string // what to open: a descriptor's path, or a mapping's
+	via   int    // the process whose descriptor path is; 0 for pid's mapping
+	names int    // the process that lists the items' names (see readNames)
+}
+
+// findWindows returns where to read each window that process pid holds,
+// once per window. A window that pid only maps (a worker's) is read through
+// the descriptor its parent (the pool) holds, or else through the mapping
+// itself, which only root may open.
+func findWindows(pid int) ([]windowSource, error) {
+	held, err := shm.Find(pid)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("no process %d", pid)
+	case errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("may not read the descriptors of process %d (another user's? run inspect as that user or as root): %w", pid, err)
+	case err != nil:
+		return nil, err
+	}
+	var (
+		sources []windowSource
+		seen    = map[[2]uint64]bool{}
+	)
+	for _, h := range held {
+		id := [2]uint64{h.Dev, h.Ino}
+		if seen[id] {
+			continue // another descriptor of a window already listed
+		}
+		seen[id] = true
+		src := windowSource{pid: pid, path: h.Path, via: pid, names: pid}
+		if h.FD < 0 {
+			src.via, src.names = 0, parentOf(pid)
+			if p, ok := heldBy(src.names, id); ok {
+				src.path, src.via = p.Path, src.names
+			}
+		}
+		sources = append(sources, src)
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("process %d holds no poolrun window (is it a running pool's parent or one of its workers?)", pid)
+	}
+	return sources, nil
+}
+
+// heldBy returns process pid's descriptor of the window id (device, inode).
+func heldBy(pid int, id [2]uint64) (shm.Held, bool) {
+	if pid <= 0 {
+		return shm.Held{}, false
+	}
+	held, _ := shm.Find(pid)
+	for _, h := range held {
+		if h.FD >= 0 && h.Dev == id[0] && h.Ino == id[1] {
+			return h, true
+		}
+	}
+	return shm.Held{}, false
+}
+
+// printWindow prints the window that src locates.
+func printWindow(stdout io.Writer, src windowSource) error {
+	f, err := os.Open(src.path)
 	if err != nil {
-		return fmt.Errorf("poolrun inspect: %w", err)
+		if src.via == 0 {
+			return fmt.Errorf("process %d maps a window but holds no descriptor of it, nor does its parent; reading the mapping takes CAP_SYS_ADMIN: %w", src.pid, err)
+		}
+		return err
+	}
+	defer f.Close()
+	w, err := shm.Open(f)
+	switch {
+	case errors.Is(err, shm.ErrVersion):
+		return fmt.Errorf("process %d holds a window of another build of poolrun, which this one cannot read (inspect it with the poolrun that started the pool): %w", src.pid, err)
+	case errors.Is(err, shm.ErrCorrupt):
+		return fmt.Errorf("process %d holds a file named like a window that is not a valid one: %w", src.pid, err)
+	case err != nil:
+		return err
 	}
 	defer w.Close()
 	s, err := w.Snapshot(nil)
 	if err != nil {
-		return fmt.Errorf("poolrun inspect: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "window of process %d: generation %d, %d of %d slots used", pid, s.Gen, len(s.Keys), w.Capacity())
+	names := readNames(src.names)
+	fmt.Fprintf(stdout, "window of process %d", src.pid)
+	if src.via != src.pid && src.via != 0 {
+		fmt.Fprintf(stdout, " (read through its parent %d)", src.via)
+	}
+	fmt.Fprintf(stdout, ": generation %d, %d of %d slots used", s.Gen, len(s.Keys), w.Capacity())
 	if s.Overflow {
 		fmt.Fprint(stdout, ", OVERFLOWED (more required items than slots: workers keep everything)")
 	}
@@ -75,29 +164,35 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// findFD opens the descriptor of process pid whose target names what,
-// such as "memfd:poolrun-window (deleted)".
-func findFD(pid int, what string) (*os.File, error) {
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	entries, err := os.ReadDir(dir)
+// parentOf returns the parent of process pid, from /proc/PID/stat, or 0.
+func parentOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", pid, err)
+		return 0
 	}
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil || !strings.Contains(target, what) {
-			continue
-		}
-		return os.Open(filepath.Join(dir, e.Name()))
+	// "PID (COMMAND) STATE PPID ...": the command may hold spaces and
+	// parentheses, so the fields are counted from the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
 	}
-	return nil, fmt.Errorf("process %d has no %s open (is it a running pool's parent?)", pid, what)
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // readNames reads the "key name" lines a running poolrun lists its items
 // in (see openNames); nil if there are none.
 func readNames(pid int) map[uint64]string {
-	f, err := findFD(pid, namesFile)
-	if err != nil {
+	if pid <= 0 {
+		return nil
+	}
+	f := openNamesOf(pid)
+	if f == nil {
 		return nil
 	}
 	defer f.Close()
@@ -113,4 +208,23 @@ func readNames(pid int) map[uint64]string {
 		}
 	}
 	return names
+}
+
+// openNamesOf opens the names file that process pid holds (its descriptor
+// whose target is "/memfd:poolrun-names (deleted)"), or returns nil.
+func openNamesOf(pid int) *os.File {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if target, err := os.Readlink(path); err == nil && strings.Contains(target, "memfd:"+namesFile) {
+			if f, err := os.Open(path); err == nil {
+				return f
+			}
+		}
+	}
+	return nil
 }

@@ -100,7 +100,8 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	var items []cachepool.Handle
+	defer plan.Close() // the configuration's file, should Run not get to remove it
+	items := []cachepool.Handle{plan.ConfigItem}
 	for _, h := range plan.IndexItems {
 		items = append(items, h)
 	}
