@@ -46,12 +46,17 @@ var sizes = struct {
 	// inFlight is the number of jobs BenchmarkRequiredSetTransport keeps
 	// queued or running at once.
 	inFlight int
+	// cerebellumScale is the --scale of examples/scaffold-cerebellum.yaml
+	// in BenchmarkHold.
+	cerebellumScale float64
 }{
 	keys:          []int{10, 100, 1000},
 	workers:       []int{1, 2, 4, 8},
 	policyWorkers: 2,
 	scale:         0.5,
 	inFlight:      16,
+
+	cerebellumScale: 0.5,
 }
 
 // policies are the engine's eviction policies, in the order of the tables.

@@ -11,7 +11,7 @@ import (
 
 // benchResident is the one table of sizes the benchmarks share: how many
 // items are resident when the eviction check runs.
-var benchResident = []int{0, 1, 8, 1000}
+var benchResident = []int{0, 1, 8, 100, 1000}
 
 // benchWindowKeys is the number of keys in the snapshot the evictions check
 // against: a full default window.
@@ -21,10 +21,21 @@ var benchHit = cachepool.Define("cachepool_test/bench/hit", func(context.Context
 	return new([64]byte), nil
 })
 
+// benchHitOther alternates with benchHit in BenchmarkGetHit/Alternating.
+var benchHitOther = cachepool.Define("cachepool_test/bench/hit-other", func(context.Context) (*[64]byte, error) {
+	return new([64]byte), nil
+})
+
 // benchMembers are the items that fill the cache in BenchmarkEvict.
 var benchMembers = cachepool.DefineFamily("cachepool_test/bench/member", func(ctx context.Context, i int) (int, error) {
 	return i, nil
 })
+
+// benchSized are the items that fill the cache in BenchmarkEvictLRU: one
+// byte each.
+var benchSized = cachepool.DefineFamily("cachepool_test/bench/sized", func(ctx context.Context, i int) (int, error) {
+	return i, nil
+}, cachepool.Size(func(int) int64 { return 1 }))
 
 func BenchmarkGetHit(b *testing.B) {
 	c := cachepool.New()
@@ -52,6 +63,23 @@ func BenchmarkGetHit(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	b.Run("Alternating", func(b *testing.B) {
+		// Each Get returns another item than the one before: the use
+		// clock advances on every hit. Figures are per Get.
+		if _, err := benchHitOther.Get(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := benchHit.Get(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := benchHitOther.Get(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/Get")
 	})
 	b.Run("Parallel", func(b *testing.B) {
 		b.ReportAllocs()
@@ -125,7 +153,7 @@ func BenchmarkEvict(b *testing.B) {
 			b.Run("Contains-only", func(b *testing.B) {
 				// The baseline: the same lookups without the cache.
 				c, _, snap := fillCache(b, n, 0)
-				keys := c.Resident()
+				keys := residentKeys(c)
 				b.ReportAllocs()
 				for b.Loop() {
 					for _, k := range keys {
@@ -166,26 +194,103 @@ func BenchmarkEvict(b *testing.B) {
 	}
 }
 
-// TestHotPathsDoNotAllocate guards the figures BenchmarkGetHit and
-// BenchmarkEvict report: a hit, an eviction check that evicts nothing, Has
-// and Stats allocate nothing.
+// BenchmarkEvictLRU measures the eviction a worker held to a memory budget
+// makes before a build: EvictLRU over a cache of equally sized items.
+// "under-target" finds nothing to do; "keep-all" scans every item and
+// keeps it; "evict-one" evicts the least recently used item and builds it
+// again per iteration, so that each iteration evicts the next one.
+func BenchmarkEvictLRU(b *testing.B) {
+	keepAll := func(uint64) bool { return true }
+	for _, n := range benchResident {
+		if n == 0 {
+			continue
+		}
+		b.Run("resident="+strconv.Itoa(n), func(b *testing.B) {
+			fill := func(b *testing.B) (*cachepool.Cache, context.Context) {
+				c := cachepool.New()
+				ctx := cachepool.WithCache(context.Background(), c)
+				for i := range n {
+					if _, err := benchSized.Item(i).Get(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return c, ctx
+			}
+			b.Run("under-target", func(b *testing.B) {
+				c, _ := fill(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					if got := c.EvictLRU(int64(n), nil); got != nil {
+						b.Fatalf("evicted %x", got)
+					}
+				}
+			})
+			b.Run("keep-all", func(b *testing.B) {
+				c, _ := fill(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					if got := c.EvictLRU(0, keepAll); got != nil {
+						b.Fatalf("evicted %x", got)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/item")
+			})
+			b.Run("evict-one", func(b *testing.B) {
+				c, ctx := fill(b)
+				b.ReportAllocs()
+				next := 0 // the least recently used item
+				for b.Loop() {
+					it := benchSized.Item(next)
+					if got := c.EvictLRU(int64(n-1), nil); len(got) != 1 || got[0] != it.Key() {
+						b.Fatalf("evicted %x, want [%x]", got, it.Key())
+					}
+					if _, err := it.Get(ctx); err != nil {
+						b.Fatal(err)
+					}
+					next = (next + 1) % n
+				}
+			})
+		})
+	}
+}
+
+// TestHotPathsDoNotAllocate guards the figures BenchmarkGetHit,
+// BenchmarkEvict and BenchmarkEvictLRU report: a hit, an eviction check
+// that evicts nothing, Has, Stats, Version and Resident into a slice with
+// room allocate nothing.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	c, ctx, snap := fillCache(t, 8, 0)
 	empty := cachepool.New()
 	if _, err := benchHit.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := benchHitOther.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sized := cachepool.New()
+	sizedCtx := cachepool.WithCache(context.Background(), sized)
+	for i := range 8 {
+		if _, err := benchSized.Item(i).Get(sizedCtx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := make([]cachepool.Resident, 0, 8)
 	tests := []struct {
 		name string
 		f    func()
 	}{
 		{"Get hit", func() { benchHit.Get(ctx) }},
+		{"Get hits of alternating items", func() { benchHit.Get(ctx); benchHitOther.Get(ctx) }},
 		{"Get hit, Default cache", func() { benchHit.Get(context.Background()) }},
 		{"Evict keeping all", func() { c.Evict(snap.Contains) }},
 		{"EvictGen unchanged", func() { c.EvictGen(snap.Gen, snap.Contains) }},
 		{"Evict on an empty cache", func() { empty.Evict(snap.Contains) }},
 		{"Has", func() { c.Has(benchHit.Key()) }},
 		{"Stats", func() { c.Stats() }},
+		{"Version", func() { c.Version() }},
+		{"Resident into a slice with room", func() { res = sized.Resident(res[:0]) }},
+		{"EvictLRU under target", func() { sized.EvictLRU(8, nil) }},
+		{"EvictLRU keeping all", func() { sized.EvictLRU(0, func(uint64) bool { return true }) }},
 		{"Family.Item of an existing member", func() { benchMembers.Item(3) }},
 	}
 	if _, err := benchHit.Get(context.Background()); err != nil {

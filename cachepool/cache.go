@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,15 +19,27 @@ import (
 // All methods are safe for concurrent use. A Cache must not be copied (go
 // vet's copylocks check reports copies).
 type Cache struct {
-	// The hit path reads table and adds to hits without taking mu. They
-	// sit on separate cache lines so that counting hits does not evict the
-	// table pointer from other cores' caches.
+	// The hit path reads table and clock and adds to hits without taking
+	// mu. They sit on separate cache lines so that counting hits does not
+	// evict the table pointer or the clock from other cores' caches.
 	table atomic.Pointer[slotTable]
 	_     [56]byte
 	hits  atomic.Uint64
 	_     [56]byte
+	// clock is the use clock of Resident.LastUse. It advances when a Get
+	// returns the value of an entry other than the one whose lastUse holds
+	// the clock's reading (see touch), so repeated hits of one item write
+	// nothing.
+	clock atomic.Uint64
+	_     [56]byte
 
-	onError atomic.Pointer[func(name string, err error)]
+	onError     atomic.Pointer[func(name string, err error)]
+	beforeBuild atomic.Pointer[func(key uint64, lastBytes int64)]
+
+	// version changes, under mu, whenever the resident set does: an entry
+	// becomes ready, or entries are detached for eviction. Version reads
+	// it without mu.
+	version atomic.Uint64
 
 	// mu guards the fields below, the slots of every table (writes only;
 	// reads are atomic) and the state transitions of entries.
@@ -42,9 +52,15 @@ type Cache struct {
 	peak      int64
 	buildTime time.Duration
 
-	// version counts the entries that became ready; EvictGen skips its scan
-	// when neither it nor the generation changed since the last scan.
-	version     uint64
+	// lastBytes[id] is the size of the last successful build of the item
+	// with that id in this cache, kept after its eviction for the
+	// before-build function.
+	lastBytes []int64
+	// lru is EvictLRU's scratch space, kept between calls.
+	lru []lruCandidate
+
+	// EvictGen skips its scan when neither the generation nor version
+	// changed since the last scan.
 	scanned     bool
 	scanGen     uint64
 	scanVersion uint64
@@ -71,12 +87,23 @@ const (
 
 // entry is one build of one item in one cache.
 type entry struct {
-	b     *base
+	// A hit reads state, val and lastUse; it writes lastUse when the
+	// cache's latest use was of another entry (see Cache.touch).
 	state atomic.Uint32
-
 	// Written before the state leaves stateBuilding (val, size) or before
 	// done is closed (err, retry); read-only afterwards.
-	val   any
+	val any
+
+	// Keeps lastUse off the cache line of state and val, so that a hit
+	// that writes it does not take that line from the cores that read
+	// this entry, whatever the entry's alignment.
+	_ [64]byte
+
+	// lastUse is the reading of the cache's clock that orders this entry
+	// among the others by their latest use (see Cache.touch).
+	lastUse atomic.Uint64
+
+	b     *base
 	size  int64
 	err   error
 	retry bool // the build failed because its caller's ctx ended
@@ -117,10 +144,11 @@ func FromContext(ctx context.Context) *Cache {
 
 // SetErrorHandler makes h receive the failures that c cannot return to
 // anyone: a cleanup that panicked, an io.Closer whose Close failed, a Size
-// function that panicked. name is the item's name; err says what happened,
-// names the item and, for a panic, matches [ErrPanic] and holds a
-// [*PanicError] with the stack. h runs in the goroutine that evicts (or, for
-// Size, builds), synchronously; it must not call methods of c that evict.
+// or before-build function (see [Cache.SetBeforeBuild]) that panicked. name
+// is the item's name; err says what happened, names the item and, for a
+// panic, matches [ErrPanic] and holds a [*PanicError] with the stack. h runs
+// in the goroutine that evicts (or, for Size and before-build, builds),
+// synchronously; it must not call methods of c that evict.
 //
 // The default handler, restored by a nil h, writes err (and, for a panic,
 // the stack) with the log package's standard logger, which writes to
@@ -144,6 +172,54 @@ func (c *Cache) report(name string, err error) {
 		return
 	}
 	log.Print(err)
+}
+
+// SetBeforeBuild makes fn run before every build in c, so that a caller
+// that holds c to a memory budget can make room first. nil removes it.
+//
+// fn(key, lastBytes) runs once a Get has decided to build (the item is
+// neither resident nor being built in c), in that Get's goroutine, without
+// c's lock, before the item's build function starts; the build runs after
+// fn returns. key is the item's key. lastBytes is the size (see [Size]) of
+// the item's last successful build in c, whether or not it has been evicted
+// since: an estimate of what the build will add. It is 0 when the item has
+// never been built in c or has no Size.
+//
+// fn may call the methods of c, [Cache.EvictLRU] among them: the item about
+// to be built is not resident and no eviction touches it. fn must not call
+// [Item.Get], on c or any other cache: a Get of the item being built would
+// wait for its own build. fn runs concurrently for builds in different
+// goroutines, and runs for the builds of the items that a build Gets while
+// its own build is in progress; an eviction by fn then may take items
+// that the outer build already holds, unless its keep function spares them.
+//
+// A panic in fn is recovered and reported to the error handler (see
+// [Cache.SetErrorHandler]) as a [*PanicError] with Op "before build"; the
+// build goes ahead. fn's time does not count in [Stats.BuildTime]. A hit
+// does not look at fn; a build pays one atomic load for it, and the call.
+func (c *Cache) SetBeforeBuild(fn func(key uint64, lastBytes int64)) {
+	if fn == nil {
+		c.beforeBuild.Store(nil)
+		return
+	}
+	c.beforeBuild.Store(&fn)
+}
+
+// runBeforeBuild calls the function set by SetBeforeBuild, if any, for b,
+// reporting a panic. It reports whether there was one to call.
+func (c *Cache) runBeforeBuild(b *base, lastBytes int64) bool {
+	fn := c.beforeBuild.Load()
+	if fn == nil {
+		return false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.report(b.name, fmt.Errorf("cachepool: before build %q: %w", b.name,
+				&PanicError{Op: "before build", Value: r, Stack: debug.Stack()}))
+		}
+	}()
+	(*fn)(b.key, lastBytes)
+	return true
 }
 
 // slot returns the entry of the item with the given id, without locking.
@@ -192,7 +268,8 @@ func (c *Cache) sizeOf(b *base, v any) (n int64) {
 }
 
 // finishBuild publishes the outcome of the build of e and releases its
-// waiters.
+// waiters. A successful build counts as a use of the value by the Get that
+// ran it.
 func (c *Cache) finishBuild(e *entry, val any, size int64, dur time.Duration, err error, retry bool) {
 	c.mu.Lock()
 	c.builds++
@@ -205,190 +282,39 @@ func (c *Cache) finishBuild(e *entry, val any, size int64, dur time.Duration, er
 	} else {
 		e.val = val
 		e.size = size
+		e.lastUse.Store(c.clock.Add(1))
 		c.resident = append(c.resident, e)
 		c.keys = append(c.keys, e.b.key)
 		c.bytes += size
 		c.peak = max(c.peak, c.bytes)
-		c.version++
+		if id := e.b.id; id >= len(c.lastBytes) {
+			c.lastBytes = append(c.lastBytes, make([]int64, id+1-len(c.lastBytes))...)
+		}
+		c.lastBytes[e.b.id] = size
+		c.version.Add(1)
 		e.state.Store(stateReady)
 	}
 	c.mu.Unlock()
 	close(e.done)
 }
 
-// Has reports whether the item with the given key is resident in c: built,
-// and neither evicted nor being evicted.
-func (c *Cache) Has(key uint64) bool {
-	b := reg.byKeyLookup(key)
-	if b == nil {
-		return false
+// touch records a Get that returns e's value as e's latest use. When e's
+// lastUse holds the clock's reading, e was the entry of the latest use and
+// nothing changes; else the clock advances and e takes the new reading.
+// Either way e then holds the largest reading, and the order of the entries
+// by lastUse is the order of their latest Gets; repeated hits of one item
+// cost two loads and no write.
+func (c *Cache) touch(e *entry) {
+	if e.lastUse.Load() != c.clock.Load() {
+		e.lastUse.Store(c.clock.Add(1))
 	}
-	e := c.slot(b.id)
-	return e != nil && e.state.Load() == stateReady
 }
 
-// Resident returns the keys of the items resident in c, in the order they
-// were built. It returns nil when none is.
-func (c *Cache) Resident() []uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.resident) == 0 {
-		return nil
+// lastBytesLocked returns the size of the last successful build of the item
+// with the given id in c, or 0. c.mu must be held.
+func (c *Cache) lastBytesLocked(id int) int64 {
+	if id < len(c.lastBytes) {
+		return c.lastBytes[id]
 	}
-	return slices.Clone(c.keys)
-}
-
-// Evict cleans up every resident item whose key keep rejects, and returns
-// their keys in the order their cleanups ran: the most recently built first.
-// It returns nil, without allocating, when it evicts nothing.
-//
-// Each evicted item's cleanup (see [Cleanup]; by default, Close for an
-// io.Closer) runs once, in the calling goroutine, before Evict returns. From
-// the moment Evict has decided, a Get of an evicted item no longer sees the
-// old value: it waits for the cleanup and then builds again. Items whose
-// build is in progress are not resident; Evict leaves them alone and a later
-// Evict judges them. Failures of cleanups go to the error handler (see
-// [Cache.SetErrorHandler]); the item is evicted all the same.
-//
-// keep is called once per resident item while c is locked, so it must be
-// quick and must not call methods of c; the intended one is
-// [github.com/poolrun/poolrun/shm.Snapshot.Contains]. Keys only decide what
-// goes: a key that two items shared could only keep an item longer, never
-// clean up the wrong one.
-func (c *Cache) Evict(keep func(key uint64) bool) []uint64 {
-	victims := c.detach(keep)
-	if victims == nil {
-		return nil
-	}
-	return c.cleanUp(victims)
-}
-
-// EvictGen is [Cache.Evict] for callers that can name the set keep decides
-// by: gen must identify it, as the Gen of a
-// [github.com/poolrun/poolrun/shm.Snapshot] does for its Contains (two calls
-// with the same gen must pass functions that agree). When the previous
-// EvictGen scanned with the same gen and no item has been built since, every
-// resident item has already been kept by that set, so EvictGen returns nil
-// without calling keep: a worker that checks the window before every job
-// pays for a scan only when something changed.
-func (c *Cache) EvictGen(gen uint64, keep func(key uint64) bool) []uint64 {
-	victims, skipped := c.detachGen(gen, keep)
-	if skipped || victims == nil {
-		return nil
-	}
-	return c.cleanUp(victims)
-}
-
-// Clear evicts every resident item, as [Cache.Evict] with a keep that
-// rejects everything; at the end of a pool it frees all that c holds.
-// Items whose build is in progress stay.
-func (c *Cache) Clear() []uint64 {
-	victims := c.detach(keepNone)
-	if victims == nil {
-		return nil
-	}
-	return c.cleanUp(victims)
-}
-
-func keepNone(uint64) bool { return false }
-
-func (c *Cache) detach(keep func(uint64) bool) []*entry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.detachLocked(keep)
-}
-
-func (c *Cache) detachGen(gen uint64, keep func(uint64) bool) (victims []*entry, skipped bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.scanned && c.scanGen == gen && c.scanVersion == c.version {
-		return nil, true
-	}
-	victims = c.detachLocked(keep)
-	c.scanned, c.scanGen, c.scanVersion = true, gen, c.version
-	return victims, false
-}
-
-// detachLocked takes the entries that keep rejects out of the resident
-// list and marks them evicting. c.mu must be held. keep runs for every
-// entry before anything changes, so a panic in keep leaves c as it was.
-func (c *Cache) detachLocked(keep func(uint64) bool) []*entry {
-	keys := c.keys
-	i := 0
-	for i < len(keys) && keep(keys[i]) {
-		i++
-	}
-	if i == len(keys) {
-		return nil
-	}
-	// Evicting from i on. Ask keep about the rest before changing
-	// anything; drop marks the victims by index.
-	drop := []int{i}
-	for j := i + 1; j < len(keys); j++ {
-		if !keep(keys[j]) {
-			drop = append(drop, j)
-		}
-	}
-
-	res := c.resident
-	victims := make([]*entry, len(drop))
-	n, d := i, 0
-	for j := i; j < len(res); j++ {
-		if d < len(drop) && drop[d] == j {
-			victims[d] = res[j]
-			d++
-			continue
-		}
-		res[n], keys[n] = res[j], keys[j]
-		n++
-	}
-	clear(res[n:])
-	c.resident, c.keys = res[:n], keys[:n]
-
-	for _, e := range victims {
-		e.gone = make(chan struct{})
-		e.state.Store(stateEvicting)
-		c.bytes -= e.size
-		c.evictions++
-	}
-	return victims
-}
-
-// cleanUp runs the cleanups of victims, most recently built first, frees
-// their slots and releases the Gets waiting for them.
-func (c *Cache) cleanUp(victims []*entry) []uint64 {
-	keys := make([]uint64, 0, len(victims))
-	for i := len(victims) - 1; i >= 0; i-- {
-		e := victims[i]
-		keys = append(keys, e.b.key)
-		c.runCleanup(e)
-		c.mu.Lock()
-		if c.slot(e.b.id) == e {
-			c.setSlot(e.b.id, nil)
-		}
-		e.state.Store(stateEvicted)
-		c.mu.Unlock()
-		close(e.gone)
-	}
-	return keys
-}
-
-// runCleanup runs the cleanup of e's value once, reporting failures.
-func (c *Cache) runCleanup(e *entry) {
-	b := e.b
-	defer func() {
-		if r := recover(); r != nil {
-			c.report(b.name, fmt.Errorf("cachepool: cleanup %q: %w", b.name,
-				&PanicError{Op: "cleanup", Value: r, Stack: debug.Stack()}))
-		}
-	}()
-	if b.cleanup != nil {
-		b.cleanup(e.val)
-		return
-	}
-	if cl, ok := e.val.(io.Closer); ok {
-		if err := cl.Close(); err != nil {
-			c.report(b.name, fmt.Errorf("cachepool: close %q: %w", b.name, err))
-		}
-	}
+	return 0
 }

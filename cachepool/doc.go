@@ -51,13 +51,28 @@
 // by default the standard logger) and does not bring the worker down.
 // [Cache.Clear] frees everything at the end of a pool.
 //
+// # Memory budget
+//
+// A worker held to a memory budget uses four more methods.
+// [Cache.Resident] lists the resident items with their sizes (as [Size]
+// reported them) and the order of their latest use; [Cache.Version]
+// changes exactly when that set does, and costs one atomic load, so that a
+// worker reports the set again only when it changed. [Cache.SetBeforeBuild]
+// runs a function before every build, with the item's size at its last
+// build in the cache; [Cache.EvictLRU], called from there, evicts the least
+// recently used items that the job at hand does not need until the
+// resident bytes leave room for the build. Its evictions are evictions like
+// any other: each cleanup runs once and [Stats.Evictions] counts them.
+//
 // # Lifetimes and caveats
 //
 //   - A value returned by Get stays valid until its item is next evicted;
 //     code that keeps it beyond the job that asked for it must not expect
 //     it to survive the next eviction.
-//   - A cleanup must not Get the item it cleans up, and the keep function
-//     given to Evict must not call the cache: both would wait for themselves.
+//   - A cleanup must not Get the item it cleans up, the keep function
+//     given to Evict or EvictLRU must not call the cache, and a
+//     before-build function must not call Get: all would wait for
+//     themselves.
 //   - A build that asks for its own item, directly or through other items,
 //     gets [ErrCycle].
 //   - [Stats] are counted per cache and therefore per process; the engine

@@ -7,9 +7,9 @@ import (
 
 // ErrPanic is matched, through errors.Is, by every error that reports a
 // recovered panic in user code: a build function (returned by [Item.Get]), a
-// cleanup or a Size function (passed to the cache's error handler, see
-// [Cache.SetErrorHandler]). Use errors.As with [*PanicError] for the panic
-// value and the stack.
+// cleanup, a Size function or a before-build function (passed to the cache's
+// error handler, see [Cache.SetErrorHandler]). Use errors.As with
+// [*PanicError] for the panic value and the stack.
 var ErrPanic = errors.New("cachepool: panic in user code")
 
 // ErrCycle is returned, wrapped with the item's name, by [Item.Get] when it is
@@ -23,11 +23,12 @@ var ErrCycle = errors.New("cachepool: item needed by its own build")
 // The build is not memoised.
 var ErrBuildExited = errors.New("cachepool: build exited without returning")
 
-// PanicError is a panic recovered from user code: a build, cleanup or Size
-// function. It matches [ErrPanic] with errors.Is and, when the panic value is
-// an error, that error too.
+// PanicError is a panic recovered from user code: a build, cleanup, Size or
+// before-build function. It matches [ErrPanic] with errors.Is and, when the
+// panic value is an error, that error too.
 type PanicError struct {
-	// Op names the function that panicked: "build", "cleanup" or "size".
+	// Op names the function that panicked: "build", "cleanup", "size" or
+	// "before build" (see [Cache.SetBeforeBuild]).
 	Op string
 	// Value is the value passed to panic.
 	Value any

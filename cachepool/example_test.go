@@ -148,3 +148,53 @@ func ExampleKey() {
 	// 0xbef29fdf401c6afc
 	// true
 }
+
+// exampleBlocks are items of 40 bytes each.
+var exampleBlocks = cachepool.DefineFamily("example/block", func(ctx context.Context, name string) ([]byte, error) {
+	return make([]byte, 40), nil
+}, cachepool.Size(func(b []byte) int64 { return int64(len(b)) }))
+
+// A worker held to a memory budget makes room before each build: it evicts
+// the least recently used items that the job at hand does not need.
+func ExampleCache_SetBeforeBuild() {
+	const budget = 100
+	c := cachepool.New()
+	ctx := cachepool.WithCache(context.Background(), c)
+	var needed []uint64 // the keys of the job at hand
+	c.SetBeforeBuild(func(key uint64, lastBytes int64) {
+		room := max(lastBytes, 40) // a first build has no size yet: guess
+		for _, k := range c.EvictLRU(budget-room, func(k uint64) bool { return slices.Contains(needed, k) }) {
+			h, _ := cachepool.Lookup(k)
+			fmt.Println("evicted", h.Name())
+		}
+	})
+	job := func(names ...string) {
+		needed = needed[:0]
+		for _, name := range names {
+			needed = append(needed, exampleBlocks.Item(name).Key())
+		}
+		for _, name := range names {
+			exampleBlocks.Item(name).Get(ctx)
+		}
+	}
+
+	job("a", "b")
+	job("c", "a") // b goes: a is needed
+	version := c.Version()
+	job("a")                            // a hit: nothing changes
+	fmt.Println(c.Version() == version) // so nothing to report
+	job("d")                            // c goes: a was used after it
+	for _, r := range c.Resident(nil) {
+		fmt.Println(r.Name, r.Bytes)
+	}
+	st := c.Stats()
+	fmt.Printf("bytes %d, peak %d, evictions %d\n", st.Bytes, st.PeakBytes, st.Evictions)
+	c.Clear()
+	// Output:
+	// evicted example/block:b
+	// true
+	// evicted example/block:c
+	// example/block:a 40
+	// example/block:d 40
+	// bytes 80, peak 80, evictions 2
+}

@@ -16,23 +16,69 @@ import (
 type raceValue struct {
 	item     int
 	cleanups atomic.Int32
-	// cleanedBy is the number of the Evict call that cleaned the value up
-	// (the first Evict is 1), or 0.
+	// cleanedBy is 1 + the number of eviction calls that the evicting
+	// goroutine had completed when the value's cleanup ran, or 0. When it
+	// is at most the number a Get saw completed as it started, the cleanup
+	// ran before that Get started.
 	cleanedBy atomic.Int64
 }
 
+// raceItemBytes is the size of item i in TestConcurrentGetEvict.
+func raceItemBytes(i int) int64 { return int64(i+1) * 100 }
+
 // TestConcurrentGetEvict runs many goroutines that Get a few items while one
-// goroutine evicts random subsets in a loop, and checks that:
+// goroutine evicts random subsets in a loop (and, in one case, every build
+// first evicts to a budget), and checks that:
 //   - each build's cleanup runs exactly once (after a final Clear);
 //   - no cleanup runs while the same item is being built, and no build
 //     while it is being cleaned up;
-//   - no Get that started after an Evict returned gets a value that Evict
-//     cleaned up.
+//   - no Get that started after an eviction returned gets a value that
+//     eviction cleaned up;
+//   - Version changes with every eviction that evicts, Resident stays
+//     sorted and sized, and the statistics add up.
 //
 // Run it under -race.
 func TestConcurrentGetEvict(t *testing.T) {
+	const nItems = 4
+	var total int64 // the bytes of all items
+	for i := range nItems {
+		total += raceItemBytes(i)
+	}
+	tests := []struct {
+		name string
+		// evict evicts once; keep keeps a random subset of the items.
+		evict func(c *cachepool.Cache, r *rand.Rand, keep func(uint64) bool) []uint64
+		// budget > 0 makes every build first evict down to budget minus
+		// its item's last size, as a worker held to a budget does.
+		budget int64
+	}{
+		{
+			name:  "Evict",
+			evict: func(c *cachepool.Cache, _ *rand.Rand, keep func(uint64) bool) []uint64 { return c.Evict(keep) },
+		},
+		{
+			name: "EvictLRU",
+			evict: func(c *cachepool.Cache, r *rand.Rand, keep func(uint64) bool) []uint64 {
+				return c.EvictLRU(r.Int64N(total), keep)
+			},
+		},
+		{
+			name: "EvictLRU, and builds evict to a budget",
+			evict: func(c *cachepool.Cache, r *rand.Rand, keep func(uint64) bool) []uint64 {
+				return c.EvictLRU(r.Int64N(total), keep)
+			},
+			budget: total / 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testConcurrentGetEvict(t, nItems, tt.evict, tt.budget)
+		})
+	}
+}
+
+func testConcurrentGetEvict(t *testing.T, nItems int, evict func(*cachepool.Cache, *rand.Rand, func(uint64) bool) []uint64, budget int64) {
 	const (
-		nItems   = 4
 		getters  = 8
 		getsEach = 5000 // Gets per getter
 		maxSleep = 20 * time.Microsecond
@@ -43,10 +89,10 @@ func TestConcurrentGetEvict(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		values    []*raceValue
-		building  [nItems]atomic.Int32
-		cleaning  [nItems]atomic.Int32
+		building  = make([]atomic.Int32, nItems)
+		cleaning  = make([]atomic.Int32, nItems)
 		overlaps  atomic.Int32 // build and cleanup of one item at once
-		completed atomic.Int64 // Evict calls that have returned
+		completed atomic.Int64 // eviction calls of the evicting goroutine that have returned
 	)
 	items := make([]*cachepool.Item[*raceValue], nItems)
 	for i := range items {
@@ -69,11 +115,30 @@ func TestConcurrentGetEvict(t *testing.T) {
 				overlaps.Add(1)
 			}
 			v.cleanups.Add(1)
-			v.cleanedBy.Store(completed.Load() + 1) // one evicting goroutine
+			v.cleanedBy.Store(completed.Load() + 1)
 			time.Sleep(time.Duration(rand.Int64N(int64(maxSleep))))
-		}))
+		}), cachepool.Size(func(v *raceValue) int64 { return raceItemBytes(v.item) }))
+	}
+	itemOf := func(k uint64) int {
+		for i, it := range items {
+			if it.Key() == k {
+				return i
+			}
+		}
+		t.Errorf("unknown key %x", k)
+		return 0
 	}
 	ctx, c := newCtx(t)
+
+	var hookEvicted atomic.Int64 // keys evicted by the builds' before-build function
+	if budget > 0 {
+		c.SetBeforeBuild(func(key uint64, lastBytes int64) {
+			if want := raceItemBytes(itemOf(key)); lastBytes != 0 && lastBytes != want {
+				t.Errorf("before build: lastBytes %d, want 0 or %d", lastBytes, want)
+			}
+			hookEvicted.Add(int64(len(c.EvictLRU(budget-lastBytes, nil))))
+		})
+	}
 
 	var stale atomic.Int32 // Gets that returned a value cleaned up before they started
 	var gets atomic.Int64
@@ -103,24 +168,33 @@ func TestConcurrentGetEvict(t *testing.T) {
 
 	r := rand.New(rand.NewPCG(seed, 1<<32))
 	var evicted, rounds int
+	var res []cachepool.Resident
 	for alive.Load() > 0 {
 		runtime.Gosched()
 		rounds++
 		mask := r.Uint32()
-		got := c.Evict(func(k uint64) bool {
-			for i, it := range items {
-				if it.Key() == k {
-					return mask&(1<<i) != 0
-				}
-			}
-			t.Errorf("keep asked about unknown key %x", k)
-			return true
-		})
+		version := c.Version()
+		got := evict(c, r, func(k uint64) bool { return mask&(1<<itemOf(k)) != 0 })
 		completed.Add(1)
 		evicted += len(got)
+		for _, k := range got {
+			if mask&(1<<itemOf(k)) != 0 {
+				t.Errorf("evicted item %d, which keep kept", itemOf(k))
+			}
+		}
+		if len(got) > 0 && c.Version() == version {
+			t.Errorf("Version stayed %d over an eviction of %d items", version, len(got))
+		}
+		res = c.Resident(res[:0])
+		for i, x := range res {
+			if i > 0 && x.Key <= res[i-1].Key || x.Bytes != raceItemBytes(itemOf(x.Key)) || x.LastUse == 0 {
+				t.Errorf("Resident %+v: not sorted by key, or wrong sizes", res)
+				break
+			}
+		}
 	}
 	wg.Wait()
-	evicted += len(c.Clear())
+	evicted += len(c.Clear()) + int(hookEvicted.Load())
 
 	if n := overlaps.Load(); n != 0 {
 		t.Errorf("%d times a build and a cleanup of the same item overlapped", n)
@@ -143,7 +217,8 @@ func TestConcurrentGetEvict(t *testing.T) {
 	if st.Hits+st.Builds != uint64(gets.Load()) {
 		t.Errorf("Hits %d + Builds %d != %d Gets: each Get is one or the other", st.Hits, st.Builds, gets.Load())
 	}
-	t.Logf("%d Gets, %d Evict calls, %d builds, %d evictions", gets.Load(), rounds, len(values), evicted)
+	t.Logf("%d Gets, %d eviction calls, %d builds, %d evictions (%d by builds)",
+		gets.Load(), rounds, len(values), evicted, hookEvicted.Load())
 	if len(values) < 2*nItems {
 		t.Logf("few builds: the goroutines hardly interleaved on this run")
 	}

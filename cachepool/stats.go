@@ -11,7 +11,8 @@ type Stats struct {
 	// Builds counts the builds that ran, whether they succeeded or not
 	// (every Get that found no value and no build in progress).
 	Builds uint64
-	// Evictions counts the values evicted by Evict, EvictGen and Clear.
+	// Evictions counts the values evicted by Evict, EvictGen, EvictLRU and
+	// Clear.
 	Evictions uint64
 	// Resident is the number of items held now (built and not evicted).
 	Resident int

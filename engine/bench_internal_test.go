@@ -71,12 +71,9 @@ func BenchmarkRequiredSet(b *testing.B) {
 					p.finish(j, Succeeded, nil)
 					switch way {
 					case "refcount":
-						if p.dirty {
-							keys = keys[:0]
-							for k := range p.refs {
-								keys = append(keys, k)
-							}
-							p.dirty = false
+						if p.refs.changed {
+							keys = appendKeys(keys[:0], p.refs.n)
+							p.refs.changed = false
 						}
 					case "rescan":
 						keys = requiredByRescan(p, keys)

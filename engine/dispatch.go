@@ -29,8 +29,14 @@ const (
 type scheduler struct {
 	p    *Pool
 	tr   transport
-	win  publisher
 	msgs chan msg
+
+	// perWorker: each place has a window of its own (EvictStale), which
+	// lists the unsent jobs' keys and those of the jobs in flight there;
+	// otherwise every place reads shared, which lists the keys of every
+	// unfinished job.
+	perWorker bool
+	shared    publisher
 
 	places    []*place
 	byLink    map[link]*place
@@ -39,10 +45,42 @@ type scheduler struct {
 	fnTime  map[*funcEntry]time.Duration // average run time, per function
 	fatal   error
 	publish []uint64
+	cands   []*readyGroup
+	round   uint64 // numbers the dispatch rounds
+
+	// Memory over time, from the workers' reports: since acctAt the
+	// workers' caches held cacheSum bytes, staleBytes of them in items no
+	// unfinished job needs; peakSum is the largest cacheSum, staleSeconds
+	// the integral of staleBytes over time.
+	acctAt       time.Time
+	cacheSum     int64
+	staleBytes   int64
+	peakSum      int64
+	staleSeconds float64
 }
 
-func newScheduler(p *Pool, tr transport, win publisher, msgs chan msg) *scheduler {
-	return &scheduler{p: p, tr: tr, win: win, msgs: msgs, byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}}
+// account brings the memory figures up to now, after the workers' reports
+// or the set of needed items changed. p.mu is held.
+func (s *scheduler) account(now time.Time) {
+	if !s.acctAt.IsZero() {
+		s.staleSeconds += float64(s.staleBytes) * now.Sub(s.acctAt).Seconds()
+	}
+	s.acctAt = now
+	s.cacheSum, s.staleBytes = 0, 0
+	for _, pl := range s.places {
+		s.cacheSum += pl.cur.Bytes
+		for k, b := range pl.resident {
+			if !s.p.refs.has(k) {
+				s.staleBytes += b
+			}
+		}
+	}
+	s.peakSum = max(s.peakSum, s.cacheSum)
+}
+
+func newScheduler(p *Pool, tr transport, msgs chan msg) *scheduler {
+	return &scheduler{p: p, tr: tr, msgs: msgs, perWorker: p.cfg.evict == EvictStale,
+		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}}
 }
 
 // start publishes the first required set, starts n workers and the
@@ -52,12 +90,24 @@ func (s *scheduler) start(n int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sched = s
-	s.publishLocked()
+	if !s.perWorker {
+		w, err := s.tr.newWindow()
+		if err != nil {
+			return err
+		}
+		s.shared = w
+	}
 	for range n {
-		if err := s.startWorker(s.addPlace()); err != nil {
+		pl, err := s.addPlace(nil)
+		if err != nil {
+			return err
+		}
+		s.publishLocked()
+		if err := s.startWorker(pl); err != nil {
 			return err
 		}
 	}
+	s.publishLocked()
 	p.setState(PoolRunning)
 	for _, fn := range p.pendGo {
 		p.startGo(fn)
@@ -66,18 +116,35 @@ func (s *scheduler) start(n int) error {
 	return nil
 }
 
-// publishLocked publishes the set of required keys if it changed. p.mu is held.
+// publishLocked publishes the windows whose sets changed. p.mu is held.
 func (s *scheduler) publishLocked() {
 	p := s.p
-	if !p.dirty {
+	if !s.perWorker {
+		if p.refs.changed && s.shared != nil {
+			s.publish = appendKeys(s.publish[:0], p.refs.n)
+			s.shared.publish(s.publish)
+			p.refs.changed = false
+		}
 		return
 	}
-	s.publish = s.publish[:0]
-	for k := range p.refs {
-		s.publish = append(s.publish, k)
+	all := p.unsent.changed
+	for _, pl := range s.places {
+		if pl.removed || !(all || pl.held.changed) {
+			continue
+		}
+		s.publish = appendKeys(s.publish[:0], p.unsent.n)
+		s.publish = appendKeys(s.publish, pl.held.n)
+		pl.win.publish(s.publish)
+		pl.held.changed = false
 	}
-	s.win.publish(s.publish)
-	p.dirty = false
+	p.unsent.changed = false
+}
+
+func appendKeys(dst []uint64, m map[uint64]int32) []uint64 {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	return dst
 }
 
 // loop dispatches jobs and handles the workers' messages until every job has
@@ -126,6 +193,7 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 					more = false
 				}
 			}
+			s.account(time.Now())
 			p.mu.Unlock()
 		case <-p.wake:
 		case <-tickC:
@@ -146,7 +214,7 @@ func (s *scheduler) dispatchLocked() {
 	if p.failed {
 		return
 	}
-	gen := s.win.gen()
+	s.round++
 	for j := p.queue.peek(); j != nil; j = p.queue.peek() {
 		if j.Status() != Queued {
 			p.queue.pop()
@@ -156,18 +224,39 @@ func (s *scheduler) dispatchLocked() {
 		if pl == nil {
 			break
 		}
-		p.queue.pop()
+		g := p.queue.heads[0]
+		if p.cfg.affinity {
+			if g = s.choose(pl); g == nil {
+				pl.waitRound = s.round // it waits this round out
+				continue
+			}
+		}
+		j = g.jobs[0]
+		p.queue.popFrom(g)
 		if j.argErr != nil {
 			p.finish(j, Failed, j.argErr)
 			continue
 		}
 		j.worker = pl.index
 		pl.inflight = append(pl.inflight, j)
+		pl.held.add(j.keys)
 		p.setStatus(j, Running)
-		pl.tasks = append(pl.tasks, task{id: uint64(j.id), gen: gen, fn: j.fn.name, arg: j.arg})
+		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys}
+		if p.cfg.budget > 0 && len(pl.resident) > 0 {
+			t.order = s.evictionOrder(pl)
+		}
+		pl.tasks = append(pl.tasks, t)
 	}
+	// The windows list the jobs' keys as in flight on their workers before
+	// the jobs are sent, stamped with that generation: a worker that sees
+	// any generation from then on keeps what its jobs need.
+	s.publishLocked()
 	for _, pl := range s.places {
 		if len(pl.tasks) > 0 {
+			gen := pl.win.gen()
+			for i := range pl.tasks {
+				pl.tasks[i].gen = gen
+			}
 			pl.l.send(pl.tasks)
 			clear(pl.tasks)
 			pl.tasks = pl.tasks[:0]
@@ -181,7 +270,7 @@ func (s *scheduler) dispatchLocked() {
 func (s *scheduler) pickLocked() *place {
 	var best *place
 	for _, pl := range s.places {
-		if !s.canTakeLocked(pl) {
+		if pl.waitRound == s.round || !s.canTakeLocked(pl) {
 			continue
 		}
 		if best == nil || len(pl.inflight) < len(best.inflight) {
@@ -224,7 +313,11 @@ func (s *scheduler) handleLocked(m msg) {
 			return
 		}
 		// A worker that joined by itself takes a new place.
-		pl = s.addPlace()
+		var err error
+		if pl, err = s.addPlace(m.hello.win); err != nil {
+			m.from.terminate(0)
+			return
+		}
 		pl.joined = true
 		s.attach(pl, m.from)
 	}
@@ -235,8 +328,14 @@ func (s *scheduler) handleLocked(m msg) {
 		for _, rep := range m.replies {
 			s.doneLocked(pl, rep)
 		}
+	case m.state != nil:
+		pl.cur = m.state.stats
+		pl.evicted += uint64(m.state.evicted)
+		pl.setResident(m.state.resident)
 	case m.bye != nil:
-		pl.cur = *m.bye
+		pl.cur = m.bye.stats
+		pl.peakRSS = max(pl.peakRSS, m.bye.peakRSS)
+		pl.resident = nil
 	case m.died != nil:
 		s.diedLocked(pl, m.died)
 	}
@@ -250,10 +349,18 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	j := p.jobs[rep.id-1]
 	if i := slices.Index(pl.inflight, j); i >= 0 {
 		pl.inflight = slices.Delete(pl.inflight, i, i+1)
+		pl.held.drop(j.keys)
 	}
 	pl.jobs++
 	pl.evicted += uint64(rep.evicted)
+	pl.budgetEvicted += uint64(rep.budgetEvicted)
 	pl.cur = rep.stats
+	if rep.residentSent {
+		pl.setResident(rep.resident)
+	}
+	if rep.overBudget {
+		p.emit(Event{Kind: BudgetExceeded, JobID: j.id, Func: j.fn.name, Labels: j.labels, Worker: pl.index})
+	}
 	if t, ok := s.fnTime[j.fn]; ok {
 		s.fnTime[j.fn] = t - t/8 + rep.elapsed/8
 	} else {
@@ -378,6 +485,7 @@ func (s *scheduler) shutdown(err error) {
 				live--
 			}
 			s.handleLocked(m)
+			s.account(time.Now())
 			p.mu.Unlock()
 		case <-deadline.C:
 			p.mu.Lock()
@@ -389,4 +497,156 @@ func (s *scheduler) shutdown(err error) {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// Affinity: a worker that is free takes, among the oldest ready jobs of the
+// first affinityGroups+1 groups of jobs that need the same items, the one
+// it scores best (below), the oldest among equals; the oldest ready job of
+// all may be passed over at most maxPassed times, then the next free worker
+// takes it whatever it scores. So the choice looks past the oldest ready
+// job only to the oldest jobs of at most 16 other item sets, and no job
+// waits behind more than 64 later ones. (A small bound makes a worker that
+// streams short jobs take a job whose items another, busy worker holds,
+// and build them again.)
+const (
+	affinityGroups = 16
+	maxPassed      = 64
+)
+
+// Scores of a group of jobs for a worker.
+const (
+	scoreElsewhere = iota // another worker holds or will hold some of its items
+	scoreNowhere          // it needs items no worker holds: someone must build them
+	scoreHere             // the worker holds (or will hold) all its items, or it needs none
+)
+
+// choose returns the group whose oldest job the worker of pl should take.
+// p.mu is held.
+func (s *scheduler) choose(pl *place) *readyGroup {
+	q := &s.p.queue
+	first := q.heads[0]
+	sc := s.score(first, pl)
+	head := first.jobs[0]
+	if q.passedID != head.id {
+		q.passedID, q.passed = head.id, 0
+	}
+	if sc == scoreHere || q.passed >= maxPassed {
+		return first
+	}
+	s.cands = q.firstGroups(s.cands[:0], affinityGroups+1)
+	best, bestScore := first, sc
+	for _, g := range s.cands[1:] {
+		if g.jobs[0].Status() != Queued {
+			continue // dropped when its group reaches the front
+		}
+		if v := s.score(g, pl); v > bestScore {
+			best, bestScore = g, v
+			if v == scoreHere {
+				break
+			}
+		}
+	}
+	clear(s.cands)
+	if bestScore == scoreElsewhere && s.worthWaiting(best, pl) {
+		return nil
+	}
+	if best != first {
+		q.passed++
+	}
+	return best
+}
+
+// worthWaiting reports whether the worker of pl should rather wait than
+// take a job of group g, whose items other workers hold: when those workers
+// will have run the group's ready jobs sooner than pl's worker would build
+// its items (by the workers' mean build time and the function's mean run
+// time; never when either is unknown). p.mu is held.
+func (s *scheduler) worthWaiting(g *readyGroup, pl *place) bool {
+	t, ok := s.fnTime[g.jobs[0].fn]
+	if !ok {
+		return false
+	}
+	holders := 0
+	var build time.Duration
+	for _, o := range s.places {
+		if o == pl || o.removed || o.l == nil {
+			continue
+		}
+		if o.cur.Builds > 0 {
+			build = max(build, o.cur.BuildTime/time.Duration(o.cur.Builds))
+		}
+		all := true
+		for _, k := range g.keys {
+			if !o.holds(k) {
+				all = false
+				break
+			}
+		}
+		if all {
+			holders++
+		}
+	}
+	if holders == 0 || build == 0 {
+		return false
+	}
+	return time.Duration(len(g.jobs))*t/time.Duration(holders) < build
+}
+
+// score rates group g for the worker of pl. p.mu is held.
+func (s *scheduler) score(g *readyGroup, pl *place) int {
+	here, elsewhere := 0, false
+	for _, k := range g.keys {
+		if pl.holds(k) {
+			here++
+			continue
+		}
+		for _, o := range s.places {
+			if o != pl && !o.removed && o.holds(k) {
+				elsewhere = true
+				break
+			}
+		}
+	}
+	switch {
+	case here == len(g.keys):
+		return scoreHere
+	case !elsewhere:
+		return scoreNowhere
+	}
+	return scoreElsewhere
+}
+
+// evictionOrder lists the items the worker of pl holds, the one whose next
+// use lies furthest ahead first: items no unfinished job needs, then items
+// only jobs still waiting for their dependencies need, then items of ready
+// jobs, later groups of the ready queue first. The worker evicts in this
+// order when a build would take it past its budget. p.mu is held.
+func (s *scheduler) evictionOrder(pl *place) []uint64 {
+	const notReady = 1 << 30
+	s.cands = s.p.queue.firstGroups(s.cands[:0], 64)
+	type ranked struct {
+		key  uint64
+		rank int
+	}
+	rs := make([]ranked, 0, len(pl.resident))
+	for k := range pl.resident {
+		rank := notReady + 1 // needed by no job
+		if s.p.refs.has(k) {
+			rank = notReady
+			for i, g := range s.cands {
+				if slices.Contains(g.keys, k) {
+					rank = i
+					break
+				}
+			}
+		}
+		rs = append(rs, ranked{k, rank})
+	}
+	clear(s.cands)
+	slices.SortFunc(rs, func(a, b ranked) int { return b.rank - a.rank })
+	order := make([]uint64, len(rs))
+	for i, r := range rs {
+		order[i] = r.key
+	}
+	return order
 }

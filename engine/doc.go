@@ -34,21 +34,31 @@
 //
 // # The window
 //
-// The parent counts, per item key, the Pending, Queued and Running jobs that
-// need it; a job's end costs time in proportion to its own items. When the
-// set of keys with a non-zero count changes, the parent publishes it in the
-// pool's window ([github.com/poolrun/poolrun/shm]), a shared mapping that
-// the workers read without asking. Every job is sent stamped with the
-// window's generation; before it runs, its worker takes a snapshot at least
-// that new and evicts from its cache every item the snapshot does not list.
-// So an item whose last job finished before a job was sent is gone before
-// that job runs, and at the end of the pool every worker clears its cache,
-// running the items' cleanups, before it exits.
+// The parent counts, per item key, the jobs that need it: those not sent to
+// a worker yet (Pending and Queued), and, per worker, those sent to it and
+// not finished; a job's end costs time in proportion to its own items. Each
+// worker has a window ([github.com/poolrun/poolrun/shm]), a shared mapping
+// that it reads without asking, in which the parent publishes the keys that
+// worker must keep: those of the jobs not sent yet and of its own jobs.
+// Every job is sent stamped with its worker's window generation, published
+// with the job's own keys in it; before it runs, the worker takes a
+// snapshot at least that new and evicts from its cache every item the
+// snapshot does not list. So an item stays on a worker exactly while a job
+// it will run, or a job nobody runs yet, needs it; jobs running on other
+// workers do not hold it there. A worker waiting for its next job sleeps on
+// its window's generation (a futex) and evicts within about a millisecond
+// of a publish ([IdleEviction]). At the end of the pool every worker clears
+// its cache, running the items' cleanups, before it exits. After evictions
+// that freed more than 16 MiB, a worker process makes the Go runtime return
+// the memory to the system at once.
 //
 // That is the default policy, [EvictStale]. For comparison, [Evict] selects
-// another on the same path: [EvictNever] keeps every item until the end of
-// the pool (as a sync.Once would), [EvictEachJob] clears the cache after
-// every job. The package github.com/poolrun/poolrun/bench measures them.
+// another on the same path: [EvictPoolWide] (BSB's rule: one window for the
+// pool that lists every unfinished job's items, so every worker keeps an
+// item while any worker still needs it), [EvictNever] keeps every item
+// until the end of the pool (as a sync.Once would), [EvictEachJob] clears
+// the cache after every job. [CacheBudget] caps what a worker's cache
+// holds. The package github.com/poolrun/poolrun/bench measures them.
 //
 // # Workers
 //
@@ -57,9 +67,12 @@
 // window and eviction. A worker whose process dies is replaced; the job it
 // was running is Aborted with [ErrWorkerDied]. A worker exits on its own
 // when its parent dies. Among the jobs whose dependencies are met, the one
-// queued first starts first. Short jobs are streamed to a worker a few at a time
-// so that it rarely waits for a round trip; long ones go one at a time to
-// whichever worker is free.
+// queued first starts first, except that a free worker prefers a job whose
+// items it already holds, or whose items no other worker holds, and may
+// wait rather than build again items a busy worker holds when that worker
+// will be done with their jobs sooner ([Affinity], with its bounds). Short
+// jobs are streamed to a worker a few at a time so that it rarely waits for
+// a round trip; long ones go one at a time to whichever worker is free.
 //
 // The wire protocol between the parent and its workers is described in
 // PROTOCOL.md beside this file. Only the message of a job function's error

@@ -3,6 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -22,18 +26,44 @@ const windowWait = time.Second
 // generation in time; nothing was evicted.
 var errWindowBehind = errors.New("the window did not reach the job's generation in time; nothing evicted")
 
-// runner holds a worker's state between jobs.
+// freeThreshold: once evictions have freed this many bytes of items (by
+// their Size functions) since the memory was last handed back, the worker
+// makes the Go runtime collect and return it to the system at once,
+// rather than when it gets round to it. Smaller evictions cost nothing.
+const freeThreshold = 16 << 20
+
+// runner holds a worker's state between jobs. mu serialises its use by the
+// serve loop (a job) and the idle evictor.
 type runner struct {
+	mu     sync.Mutex
 	win    windowView
 	cache  *cachepool.Cache
 	policy EvictPolicy
 	snap   shm.Snapshot
 	have   bool // snap is valid
+
+	// budget is the cache budget (0: none); cur is the task at hand, read
+	// by the build hook while the job runs; budgetEvicted counts the
+	// hook's evictions for the task.
+	budget        int64
+	cur           *task
+	budgetEvicted atomic.Int64
+
+	// returnMemory: hand freed memory back to the system (worker
+	// processes; not serial mode, which shares the parent's heap). freed
+	// counts the bytes evicted since it was last handed back.
+	returnMemory bool
+	freed        int64
+
+	version  uint64 // the cache's version at the last report of the resident set
+	reported bool
+	items    []cachepool.Resident
 }
 
 // sync brings the worker's view of the window to at least generation gen
-// and, under EvictStale, evicts from its cache every item the window no
-// longer lists. It returns the number of items evicted.
+// and, under EvictStale and EvictPoolWide, evicts from its cache every
+// item the window no longer lists. It returns the number of items evicted.
+// r.mu is held.
 func (r *runner) sync(gen uint64) (int, error) {
 	if !r.have || r.win.Gen() != r.snap.Gen {
 		s, err := r.win.Snapshot(r.snap.Keys)
@@ -52,20 +82,133 @@ func (r *runner) sync(gen uint64) (int, error) {
 		}
 		r.snap = s
 	}
-	if r.policy != EvictStale {
+	if !r.policy.followsWindow() {
 		// EvictNever keeps everything; under EvictEachJob the cache was
 		// cleared after the previous job (see afterJob).
 		return 0, nil
 	}
-	return len(r.cache.EvictGen(r.snap.Gen, r.snap.Contains)), nil
+	return r.evicted(func() int { return len(r.cache.EvictGen(r.snap.Gen, r.snap.Contains)) }), nil
+}
+
+// evicted runs an eviction, notes the bytes it freed, and hands the memory
+// back to the system past freeThreshold. It returns evict's result.
+func (r *runner) evicted(evict func() int) int {
+	before := r.cache.Stats().Bytes
+	n := evict()
+	if n == 0 {
+		return 0
+	}
+	r.freed += before - r.cache.Stats().Bytes
+	if r.returnMemory && r.freed >= freeThreshold {
+		r.freed = 0
+		debug.FreeOSMemory()
+	}
+	return n
 }
 
 // afterJob applies the policy once a job has returned, whatever its
 // outcome: EvictEachJob clears the cache. It returns the number of items
-// evicted.
+// evicted. r.mu is held.
 func (r *runner) afterJob() int {
 	if r.policy != EvictEachJob {
 		return 0
 	}
-	return len(r.cache.Clear())
+	return r.evicted(func() int { return len(r.cache.Clear()) })
 }
+
+// beforeBuild is the cache's build hook under a budget: it makes room for
+// an item about to be built (lastBytes: its size when last built here, 0 if
+// unknown), evicting items the job at hand does not need, in the order the
+// parent sent (furthest next use first), then least recently used first.
+func (r *runner) beforeBuild(key uint64, lastBytes int64) {
+	t := r.cur
+	if t == nil {
+		return
+	}
+	if lastBytes == 0 {
+		// Never built here: count on the largest item this worker holds.
+		r.items = r.cache.Resident(r.items[:0])
+		for _, it := range r.items {
+			lastBytes = max(lastBytes, it.Bytes)
+		}
+		clear(r.items)
+	}
+	target := r.budget - lastBytes
+	if r.cache.Stats().Bytes <= target {
+		return
+	}
+	needed := func(k uint64) bool { return k == key || slices.Contains(t.keys, k) }
+	n := 0
+	for _, k := range t.order {
+		if r.cache.Stats().Bytes <= target {
+			break
+		}
+		if !needed(k) {
+			n += len(r.cache.Evict(func(x uint64) bool { return x != k }))
+		}
+	}
+	if r.cache.Stats().Bytes > target {
+		n += len(r.cache.EvictLRU(target, needed))
+	}
+	r.budgetEvicted.Add(int64(n))
+}
+
+// report fills rep's resident set when it changed since the last report.
+// r.mu is held.
+func (r *runner) report(rep *reply) {
+	if v := r.cache.Version(); !r.reported || v != r.version {
+		r.version, r.reported = v, true
+		rep.residentSent, rep.resident = true, r.resident()
+	}
+}
+
+// resident lists the cache's resident items.
+func (r *runner) resident() []residentItem {
+	r.items = r.cache.Resident(r.items[:0])
+	rs := make([]residentItem, len(r.items))
+	for i, it := range r.items {
+		rs[i] = residentItem{key: it.Key, bytes: it.Bytes}
+	}
+	clear(r.items)
+	return rs
+}
+
+// idleEvict follows the window while the worker waits for a job: when the
+// generation moves, it evicts what the window no longer lists and reports
+// the new state to the parent. It returns when stop is closed.
+func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
+	var gen uint64
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		next := r.win.WaitChange(gen, time.Now().Add(idlePoll))
+		if next == gen {
+			continue
+		}
+		gen = next
+		// A running job holds mu; the eviction then waits for its end and
+		// takes the newest window. That is safe at any time: a worker's
+		// window lists the items of every job sent to it until it ends.
+		r.mu.Lock()
+		n := 0
+		if r.have && r.win.Gen() != r.snap.Gen {
+			n, _ = r.sync(0)
+		}
+		var st *workerState
+		if n > 0 {
+			st = &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
+			r.version, r.reported = r.cache.Version(), true
+		}
+		r.mu.Unlock()
+		if st != nil && wc.state(st) != nil {
+			return
+		}
+	}
+}
+
+// idlePoll bounds an idle worker's sleep on the window, so that it notices
+// the end of its serve loop.
+const idlePoll = 200 * time.Millisecond

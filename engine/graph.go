@@ -5,10 +5,44 @@ import (
 	"time"
 )
 
-// The job graph: jobs, their dependencies and statuses, and the reference
-// count of every item key over the jobs that have not finished. Everything
-// here runs under p.mu; a job's end costs time in proportion to its own
-// items and dependents, never to the size of the pool.
+// The job graph: jobs, their dependencies and statuses, and two reference
+// counts per item key: over the jobs that have not finished (refs), and
+// over those not sent to a worker yet, Pending or Queued (unsent).
+// Everything here runs under p.mu; a job's end costs time in proportion to
+// its own items and dependents, never to the size of the pool.
+
+// refCounts counts, per key, the jobs that need it; changed says whether
+// the set of keys with a count changed since it was last cleared.
+type refCounts struct {
+	n       map[uint64]int32
+	changed bool
+}
+
+func (r *refCounts) add(keys []uint64) {
+	if r.n == nil {
+		r.n = map[uint64]int32{}
+	}
+	for _, k := range keys {
+		if r.n[k]++; r.n[k] == 1 {
+			r.changed = true
+		}
+	}
+}
+
+func (r *refCounts) drop(keys []uint64) {
+	for _, k := range keys {
+		if r.n[k]--; r.n[k] <= 0 {
+			delete(r.n, k)
+			r.changed = true
+		}
+	}
+}
+
+// has reports whether some job needs k.
+func (r *refCounts) has(k uint64) bool { return r.n[k] > 0 }
+
+// unsentStatus reports whether a job in status s counts as not sent yet.
+func unsentStatus(s Status) bool { return s == Pending || s == Queued }
 
 // add enters a new job; called by Queue.
 func (p *Pool) add(j *job) {
@@ -24,12 +58,8 @@ func (p *Pool) add(j *job) {
 	j.id = len(p.jobs) + 1
 	j.added = time.Now()
 	p.jobs = append(p.jobs, j)
-	for _, k := range j.keys {
-		p.refs[k]++
-		if p.refs[k] == 1 {
-			p.dirty = true
-		}
-	}
+	p.refs.add(j.keys)
+	p.unsent.add(j.keys)
 	p.open++
 	p.counts[Pending]++
 	p.emit(Event{Kind: JobAdded, JobID: j.id, Func: j.fn.name, Labels: j.labels, New: Pending})
@@ -62,6 +92,13 @@ func depError(d *job) error {
 // setStatus moves j to status s and reports it. p.mu is held.
 func (p *Pool) setStatus(j *job, s Status) {
 	old := j.Status()
+	if len(j.keys) > 0 && unsentStatus(old) != unsentStatus(s) {
+		if unsentStatus(s) {
+			p.unsent.add(j.keys) // back to the queue: its worker died
+		} else {
+			p.unsent.drop(j.keys)
+		}
+	}
 	p.counts[old]--
 	p.counts[s]++
 	j.status.Store(int32(s))
@@ -95,12 +132,7 @@ func (p *Pool) finish(j *job, s Status, err error) {
 		p.setStatus(j, e.s)
 		p.open--
 		j.arg = nil // sent, or never to be: the pool needs it no more
-		for _, k := range j.keys {
-			if p.refs[k]--; p.refs[k] == 0 {
-				delete(p.refs, k)
-				p.dirty = true
-			}
-		}
+		p.refs.drop(j.keys)
 		for _, d := range j.dependents {
 			if d.Status() != Pending {
 				continue

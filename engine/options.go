@@ -33,9 +33,13 @@ type config struct {
 	tick         time.Duration
 	evict        EvictPolicy
 	startTimeout time.Duration
+	affinity     bool
+	budget       int64
+	memLimit     int64
+	idleEvict    bool
 	// transport, when set, makes the pool's transport instead of the pipe
 	// transport, and says how many workers to start (others may join).
-	transport func(win *shm.Window, policy EvictPolicy, out chan<- msg) (tr transport, start int)
+	transport func(capacity int, params workerParams, out chan<- msg) (tr transport, start int)
 }
 
 func defaultConfig() config {
@@ -43,6 +47,8 @@ func defaultConfig() config {
 		workers:      runtime.NumCPU(),
 		capacity:     shm.DefaultCapacity,
 		startTimeout: defaultStartTimeout,
+		affinity:     true,
+		idleEvict:    true,
 	}
 }
 
@@ -117,3 +123,58 @@ func StartTimeout(d time.Duration) Option {
 	}
 	return func(c *config) { c.startTimeout = d }
 }
+
+// Affinity turns cache-affinity dispatch on or off (default on). With it, a
+// free worker takes a ready job whose items it already holds, or failing
+// that one whose items no other worker holds, rather than the oldest ready
+// job, so that an item is built by fewer workers. The choice looks past
+// the oldest ready job to the oldest jobs of at most 16 other sets of items,
+// and the oldest ready job is passed over at most 64 times; then the next
+// free worker takes it. A free worker whose only choice is a job whose
+// items another worker holds waits instead, when that worker would run the
+// group's ready jobs sooner than this one would build the items (by the
+// workers' mean build time and the function's mean run time). Results are
+// the same either way; only which worker runs a job, and when, changes.
+func Affinity(on bool) Option { return func(c *config) { c.affinity = on } }
+
+// workerParams are the parameters the pool's workers learn in the
+// handshake.
+func (c *config) workerParams() workerParams {
+	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict}
+}
+
+// CacheBudget caps the bytes a worker's cache holds (as the items' Size
+// functions report them; 0, the default, is no cap). When a build would
+// take the worker past its budget, the worker first evicts items that the
+// job at hand does not need: the one whose next use lies furthest ahead
+// in the pool's queue first, and, among items no queued job needs yet, the
+// least recently used. An evicted item is rebuilt if it is needed again. A
+// job whose own items exceed the budget still runs, and an event of kind
+// [BudgetExceeded] says so. Budget evictions are counted apart
+// ([WorkerStats.BudgetEvicted]). Negative bytes panics.
+func CacheBudget(bytes int64) Option {
+	if bytes < 0 {
+		panic(fmt.Sprintf("engine: CacheBudget(%d): negative", bytes))
+	}
+	return func(c *config) { c.budget = bytes }
+}
+
+// WorkerMemoryLimit sets the Go runtime's soft memory limit in each worker
+// process ([runtime/debug.SetMemoryLimit]; 0, the default, leaves it as
+// the worker's environment sets it, GOMEMLIMIT). Near the limit the
+// runtime collects more often and returns memory to the system sooner.
+// Negative bytes panics.
+func WorkerMemoryLimit(bytes int64) Option {
+	if bytes < 0 {
+		panic(fmt.Sprintf("engine: WorkerMemoryLimit(%d): negative", bytes))
+	}
+	return func(c *config) { c.memLimit = bytes }
+}
+
+// IdleEviction turns eviction while idle on or off (default on). With it,
+// a worker waiting for its next job still follows its window: it sleeps
+// on the window's generation (a futex on the shared mapping, woken by the
+// parent after each publish) and evicts what the window no longer lists
+// within about a millisecond, instead of at its next job or at the end of
+// the pool. It applies with EvictStale and EvictPoolWide.
+func IdleEviction(on bool) Option { return func(c *config) { c.idleEvict = on } }

@@ -31,27 +31,36 @@ const (
 )
 
 // pipeTransport starts workers as processes, or as one goroutine in serial
-// mode (cache non-nil).
+// mode (cache non-nil). Their windows are in shared memory.
 type pipeTransport struct {
-	win    *shm.Window
-	policy EvictPolicy
-	out    chan<- msg
-	cache  *cachepool.Cache // serial mode: the in-process worker's cache
+	capacity int
+	params   workerParams
+	out      chan<- msg
+	cache    *cachepool.Cache // serial mode: the in-process worker's cache
 }
 
-func newProcessTransport(win *shm.Window, policy EvictPolicy, out chan<- msg) *pipeTransport {
-	return &pipeTransport{win: win, policy: policy, out: out}
+func newProcessTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
+	return &pipeTransport{capacity: capacity, params: params, out: out}
 }
 
-func newSerialTransport(win *shm.Window, policy EvictPolicy, out chan<- msg) *pipeTransport {
-	return &pipeTransport{win: win, policy: policy, out: out, cache: cachepool.New()}
+func newSerialTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
+	return &pipeTransport{capacity: capacity, params: params, out: out, cache: cachepool.New()}
 }
 
-func (t *pipeTransport) start(index int) (link, error) {
-	if t.cache != nil {
-		return t.startLocal(index)
+func (t *pipeTransport) newWindow() (publisher, error) {
+	w, err := shm.Create(t.capacity)
+	if err != nil {
+		return nil, fmt.Errorf("engine: creating a window: %w", err)
 	}
-	return t.startProcess(index)
+	return shmPublisher{w}, nil
+}
+
+func (t *pipeTransport) start(index int, win publisher) (link, error) {
+	w := win.(shmPublisher).w
+	if t.cache != nil {
+		return t.startLocal(index, w)
+	}
+	return t.startProcess(index, w)
 }
 
 func (t *pipeTransport) close() {
@@ -62,7 +71,7 @@ func (t *pipeTransport) close() {
 
 // startProcess starts a worker process for place index, from the spawning
 // thread (see internal/spawn), with its link's goroutines.
-func (t *pipeTransport) startProcess(index int) (link, error) {
+func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("engine: finding this program to start workers: %w", err)
@@ -83,7 +92,7 @@ func (t *pipeTransport) startProcess(index int) (link, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
-	cmd.ExtraFiles = []*os.File{t.win.File(), jobsR, repW} // fds 3, 4, 5
+	cmd.ExtraFiles = []*os.File{win.File(), jobsR, repW} // fds 3, 4, 5
 	cmd.SysProcAttr = workerSysProcAttr()
 	err = spawn.Start(cmd)
 	jobsR.Close()
@@ -93,7 +102,7 @@ func (t *pipeTransport) startProcess(index int) (link, error) {
 		repR.Close()
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
-	l := newPipeLink(jobsW, repR, t.policy)
+	l := newPipeLink(jobsW, repR, t.params)
 	l.cmd = cmd
 	l.begin(index, t.out)
 	return l, nil
@@ -101,17 +110,27 @@ func (t *pipeTransport) startProcess(index int) (link, error) {
 
 // startLocal starts the serial worker: the same serve loop as a worker
 // process, in a goroutine of this process, over in-process pipes.
-func (t *pipeTransport) startLocal(index int) (link, error) {
+func (t *pipeTransport) startLocal(index int, win *shm.Window) (link, error) {
+	return t.startLocalJoin(index, shmPublisher{win}, false)
+}
+
+// startLocalJoin starts a serial worker reading win; with join, its hello
+// brings win along, as that of a worker that joined by itself.
+func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link, error) {
+	win := pw.(shmPublisher).w
 	jobsR, jobsW, repR, repW, err := pipes()
 	if err != nil {
 		return nil, err
 	}
-	l := newPipeLink(jobsW, repR, t.policy)
+	l := newPipeLink(jobsW, repR, t.params)
+	if join {
+		l.joinWin = pw
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	l.served = make(chan error, 1)
 	go func() {
-		err := serveLocal(ctx, jobsR, repW, shmView{t.win}, t.cache)
+		err := serveLocal(ctx, jobsR, repW, shmView{win}, t.cache)
 		jobsR.Close()
 		repW.Close()
 		l.served <- err
@@ -122,11 +141,11 @@ func (t *pipeTransport) startLocal(index int) (link, error) {
 
 // serveLocal is serial mode's worker: the pipe handshake, then serve.
 func serveLocal(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache) error {
-	wc, policy, err := acceptPipe(in, out)
+	wc, params, err := acceptPipe(in, out)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, wc, win, cache, policy, new(atomic.Bool))
+	return serve(ctx, wc, win, cache, params, false, new(atomic.Bool))
 }
 
 // pipes makes the two pipes of a link: jobs (parent to worker) and replies.
@@ -149,9 +168,12 @@ func pipes() (jobsR, jobsW, repR, repW *os.File, err error) {
 type pipeLink struct {
 	w      io.WriteCloser
 	r      io.ReadCloser
-	policy EvictPolicy // the pool's, sent in the handshake; the answer must name it
+	params workerParams // the pool's, sent in the handshake; the answer must echo them
 
 	cmd *exec.Cmd // nil in serial mode
+	// joinWin is the window of a worker that joins by itself (a test's
+	// transport), told to the scheduler in its hello.
+	joinWin publisher
 	// serial mode: the serving goroutine's cancel and end.
 	cancel context.CancelFunc
 	served chan error
@@ -162,15 +184,15 @@ type pipeLink struct {
 	closed  bool
 }
 
-func newPipeLink(w io.WriteCloser, r io.ReadCloser, policy EvictPolicy) *pipeLink {
-	l := &pipeLink{w: w, r: r, policy: policy}
+func newPipeLink(w io.WriteCloser, r io.ReadCloser, params workerParams) *pipeLink {
+	l := &pipeLink{w: w, r: r, params: params}
 	l.cond = sync.NewCond(&l.mu)
 	return l
 }
 
 // begin sends the handshake and starts the link's goroutines.
 func (l *pipeLink) begin(index int, out chan<- msg) {
-	l.pending.hello(index, l.policy)
+	l.pending.hello(index, l.params)
 	go l.writeLoop()
 	go l.readLoop(out)
 }
@@ -247,14 +269,14 @@ func (l *pipeLink) close() {
 func (l *pipeLink) readLoop(out chan<- msg) {
 	fr := newFrameReader(l.r)
 	err := func() error {
-		pid, policy, err := fr.hello()
+		pid, params, err := fr.hello()
 		if err != nil {
 			return err
 		}
-		if policy != l.policy {
-			return fmt.Errorf("engine: protocol: the worker applies eviction policy %v, the pool asked for %v", policy, l.policy)
+		if params != l.params {
+			return fmt.Errorf("engine: protocol: the worker applies %+v, the pool asked for %+v", params, l.params)
 		}
-		out <- msg{from: l, hello: &hello{pid: int(pid)}}
+		out <- msg{from: l, hello: &hello{pid: int(pid), win: l.joinWin}}
 		for {
 			var batch []*reply
 			for {
@@ -272,13 +294,26 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 						return err
 					}
 					batch = append(batch, r)
-				case frameBye:
-					s := d.stats()
+				case frameState:
+					st, err := d.state()
+					if err != nil {
+						return err
+					}
 					if len(batch) > 0 {
 						out <- msg{from: l, replies: batch}
 						batch = nil
 					}
-					out <- msg{from: l, bye: &s}
+					out <- msg{from: l, state: st}
+				case frameBye:
+					b, err := d.bye()
+					if err != nil {
+						return err
+					}
+					if len(batch) > 0 {
+						out <- msg{from: l, replies: batch}
+						batch = nil
+					}
+					out <- msg{from: l, bye: b}
 				default:
 					return fmt.Errorf("engine: protocol: unexpected frame of kind %d from a worker", kind)
 				}
@@ -322,28 +357,31 @@ func (l *pipeLink) wait(readErr error) error {
 	return err
 }
 
-// pipeWorker is a worker's side of the pipes.
+// pipeWorker is a worker's side of the pipes. Its writes (done, state, bye)
+// are serialised: state may come from the idle evictor's goroutine.
 type pipeWorker struct {
 	fr  *frameReader
+	mu  sync.Mutex
 	out io.Writer
 	e   enc
 }
 
 // acceptPipe answers the parent's handshake on a worker's pipes and returns
-// the worker's side of them and the pool's eviction policy.
-func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, EvictPolicy, error) {
+// the worker's side of them and the pool's parameters for workers.
+func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, workerParams, error) {
 	w := &pipeWorker{fr: newFrameReader(in), out: out}
-	_, policy, err := w.fr.hello()
+	_, params, err := w.fr.hello()
 	if err != nil {
-		return nil, 0, err
+		return nil, params, err
 	}
-	w.e.hello(os.Getpid(), policy)
+	w.e.hello(os.Getpid(), params)
 	if err := w.flush(); err != nil {
-		return nil, 0, err
+		return nil, params, err
 	}
-	return w, policy, nil
+	return w, params, nil
 }
 
+// flush writes what was encoded. w.mu is held, or no other goroutine writes.
 func (w *pipeWorker) flush() error {
 	_, err := w.out.Write(w.e.b)
 	w.e.b = w.e.b[:0]
@@ -368,11 +406,22 @@ func (w *pipeWorker) next() (*task, bool, error) {
 func (w *pipeWorker) ready() bool { return w.fr.buffered() }
 
 func (w *pipeWorker) done(r *reply) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.e.done(r)
 	return w.flush()
 }
 
-func (w *pipeWorker) bye(s cachepool.Stats) error {
-	w.e.bye(s)
+func (w *pipeWorker) state(s *workerState) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.e.state(s)
+	return w.flush()
+}
+
+func (w *pipeWorker) bye(b *byeInfo) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.e.bye(b)
 	return w.flush()
 }

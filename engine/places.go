@@ -13,8 +13,10 @@ import (
 // handshake, is removed when the worker goes. Places are guarded by p.mu.
 type place struct {
 	index int
-	l     link // nil while no worker holds the place
-	pid   int  // of the worker that holds the place, or held it last
+	l     link      // nil while no worker holds the place
+	pid   int       // of the worker that holds the place, or held it last
+	win   publisher // the window its workers read
+	held  refCounts // the keys of the jobs in flight on its worker
 
 	ready    bool // the worker said hello
 	joined   bool // the worker came by itself: not replaced when it goes
@@ -24,25 +26,51 @@ type place struct {
 	timedOut bool        // killed for not answering the handshake
 	removed  bool        // the place is gone; only its figures remain
 
-	inflight []*job // sent to the worker, in order; the first runs
-	tasks    []task // to send at the end of this dispatch round
+	waitRound uint64           // the dispatch round in which affinity made it wait
+	inflight  []*job           // sent to the worker, in order; the first runs
+	resident  map[uint64]int64 // the items its worker holds, with their sizes, as last reported
+	tasks     []task           // to send at the end of this dispatch round
 
-	jobs     int
-	evicted  uint64
-	restarts int
-	cur      cachepool.Stats // the live process's last report
-	past     cachepool.Stats // of the place's earlier processes
+	jobs          int
+	evicted       uint64
+	budgetEvicted uint64
+	restarts      int
+	peakRSS       int64
+	cur           cachepool.Stats // the live process's last report
+	past          cachepool.Stats // of the place's earlier processes
+}
+
+// holds reports whether the worker of pl holds item k, or will once its
+// jobs in flight have run.
+func (pl *place) holds(k uint64) bool {
+	if pl.held.has(k) {
+		return true
+	}
+	_, ok := pl.resident[k]
+	return ok
 }
 
 func (pl *place) stats() WorkerStats {
 	return WorkerStats{Index: pl.index, PID: pl.pid, Jobs: pl.jobs, Restarts: pl.restarts,
-		Evicted: pl.evicted, Cache: addStats(pl.past, pl.cur)}
+		Evicted: pl.evicted, BudgetEvicted: pl.budgetEvicted, PeakRSS: pl.peakRSS,
+		Cache: addStats(pl.past, pl.cur)}
+}
+
+// setResident records the resident set its worker reported.
+func (pl *place) setResident(rs []residentItem) {
+	clear(pl.resident)
+	if pl.resident == nil {
+		pl.resident = make(map[uint64]int64, len(rs))
+	}
+	for _, r := range rs {
+		pl.resident[r.key] = r.bytes
+	}
 }
 
 // startWorker has the transport start a worker for pl, whose handshake is
 // due within the pool's start timeout. p.mu is held.
 func (s *scheduler) startWorker(pl *place) error {
-	l, err := s.tr.start(pl.index)
+	l, err := s.tr.start(pl.index, pl.win)
 	if err != nil {
 		return err
 	}
@@ -61,12 +89,59 @@ func (s *scheduler) attach(pl *place, l link) {
 	s.byLink[l] = pl
 }
 
-// addPlace makes a new place. p.mu is held.
-func (s *scheduler) addPlace() *place {
+// addPlace makes a new place, reading window win: with EvictStale a window
+// of its own (nil: make one), else the pool's. p.mu is held.
+func (s *scheduler) addPlace(win publisher) (*place, error) {
+	if win == nil {
+		win = s.shared
+		if s.perWorker {
+			w, err := s.tr.newWindow()
+			if err != nil {
+				return nil, err
+			}
+			win = w
+		}
+	}
 	s.lastIndex++
-	pl := &place{index: s.lastIndex}
+	pl := &place{index: s.lastIndex, win: win}
+	if s.perWorker {
+		pl.held.changed = true // publish the unsent set for it
+	}
 	s.places = append(s.places, pl)
-	return pl
+	return pl, nil
+}
+
+// closeWindows closes the pool's windows, keeping their figures. p.mu is
+// held.
+func (s *scheduler) closeWindows() {
+	if s.perWorker {
+		for _, pl := range s.places {
+			pl.win = pl.win.close()
+		}
+		return
+	}
+	if s.shared != nil {
+		s.shared = s.shared.close()
+		for _, pl := range s.places {
+			pl.win = s.shared
+		}
+	}
+}
+
+// windowFigures returns the publishes of the pool's windows, summed, and
+// the highest generation. p.mu is held.
+func (s *scheduler) windowFigures() (publishes, gen uint64) {
+	if !s.perWorker {
+		if s.shared == nil {
+			return 0, 0
+		}
+		return s.shared.publishes(), s.shared.gen()
+	}
+	for _, pl := range s.places {
+		publishes += pl.win.publishes()
+		gen = max(gen, pl.win.gen())
+	}
+	return publishes, gen
 }
 
 // live counts the places that hold or will hold a worker. p.mu is held.
@@ -103,10 +178,14 @@ func (s *scheduler) hello(pl *place, h *hello) {
 // left forgets the worker of pl, which has gone, and keeps its figures.
 // p.mu is held.
 func (s *scheduler) left(pl *place) {
+	for _, j := range pl.inflight {
+		pl.held.drop(j.keys)
+	}
 	delete(s.byLink, pl.l)
 	pl.l, pl.ready = nil, false
 	pl.past = addStats(pl.past, pl.cur)
 	pl.cur = cachepool.Stats{}
+	pl.resident = nil
 	if pl.timer != nil {
 		pl.timer.Stop()
 		pl.timer = nil

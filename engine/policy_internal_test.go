@@ -67,11 +67,16 @@ func TestRunnerPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep := r.runTask(context.Background(), &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
+				lastState = nil
+				rep := r.runTask(context.Background(), discardConn{}, &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
 				if rep.outcome != outcomeOK {
 					t.Fatalf("job %d: outcome %d: %s", i+1, rep.outcome, rep.payload)
 				}
-				got := after{rep.evicted, int(rep.stats.Builds), int(rep.stats.Evictions), rep.stats.Resident}
+				evicted := rep.evicted // after the job; before it, in a state report
+				if lastState != nil {
+					evicted += lastState.evicted
+				}
+				got := after{evicted, int(rep.stats.Builds), int(rep.stats.Evictions), rep.stats.Resident}
 				if got != tc.want[i] {
 					t.Errorf("after job %d: {evicted builds evictions resident} = %v, want %v", i+1, got, tc.want[i])
 				}
@@ -81,20 +86,21 @@ func TestRunnerPolicy(t *testing.T) {
 }
 
 func TestHelloPolicy(t *testing.T) {
-	for _, pol := range []EvictPolicy{EvictStale, EvictNever, EvictEachJob} {
+	for _, pol := range []EvictPolicy{EvictStale, EvictNever, EvictEachJob, EvictPoolWide} {
 		var e enc
-		e.hello(7, pol)
+		want := workerParams{policy: pol, budget: 5 << 20, memLimit: 1 << 30, idle: pol == EvictStale}
+		e.hello(7, want)
 		kind, d, err := newFrameReader(strings.NewReader(string(e.b))).next()
 		if err != nil || kind != frameHello {
 			t.Fatalf("%v: frame kind %d, %v", pol, kind, err)
 		}
 		n, got, err := d.hello()
-		if err != nil || n != 7 || got != pol {
+		if err != nil || n != 7 || got != want {
 			t.Errorf("hello(7, %v) decodes as %d, %v, %v", pol, n, got, err)
 		}
 	}
 	var e enc
-	e.hello(7, numPolicies)
+	e.hello(7, workerParams{policy: numPolicies})
 	_, d, err := newFrameReader(strings.NewReader(string(e.b))).next()
 	if err != nil {
 		t.Fatal(err)
@@ -120,3 +126,15 @@ func TestPolicyString(t *testing.T) {
 		}
 	}
 }
+
+// discardConn is a workerConn whose reports go nowhere.
+type discardConn struct{}
+
+func (discardConn) next() (*task, bool, error) { return nil, true, nil }
+func (discardConn) ready() bool                { return false }
+func (discardConn) done(*reply) error          { return nil }
+func (discardConn) state(s *workerState) error { lastState = s; return nil }
+func (discardConn) bye(*byeInfo) error         { return nil }
+
+// lastState is the last state a discardConn was given.
+var lastState *workerState

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/poolrun/poolrun/shm"
 )
 
 // A Pool runs jobs on worker processes, keeping in its window the keys of
@@ -30,8 +28,8 @@ type Pool struct {
 	state  PoolState
 	jobs   []*job
 	queue  readyQueue // Queued jobs, lowest id first (see readyQueue)
-	refs   map[uint64]int32
-	dirty  bool // the set of keys with refs > 0 changed since the last publish
+	refs   refCounts  // over the jobs not finished
+	unsent refCounts  // over the jobs not sent to a worker (Pending, Queued)
 	counts [numStatuses]int
 	open   int // jobs not finished
 	errs   []error
@@ -61,7 +59,6 @@ type Pool struct {
 func New(opts ...Option) *Pool {
 	p := &Pool{
 		cfg:  defaultConfig(),
-		refs: map[uint64]int32{},
 		wake: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
@@ -180,29 +177,23 @@ func (p *Pool) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// runScheduler makes the window and the transport, and runs the scheduler
-// on them until the pool ends.
+// runScheduler makes the transport and runs the scheduler on it until the
+// pool ends.
 func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFunc) error {
-	win, err := shm.Create(p.cfg.capacity)
-	if err != nil {
-		p.mu.Lock()
-		p.setState(PoolStopping)
-		p.mu.Unlock()
-		return fmt.Errorf("engine: creating the window: %w", err)
-	}
 	msgs := make(chan msg, 64)
 	var tr transport
 	n := p.cfg.workers
+	params := p.cfg.workerParams()
 	switch {
 	case p.cfg.transport != nil:
-		tr, n = p.cfg.transport(win, p.cfg.evict, msgs)
+		tr, n = p.cfg.transport(p.cfg.capacity, params, msgs)
 	case n == 0:
-		tr, n = newSerialTransport(win, p.cfg.evict, msgs), 1
+		tr, n = newSerialTransport(p.cfg.capacity, params, msgs), 1
 	default:
-		tr = newProcessTransport(win, p.cfg.evict, msgs)
+		tr = newProcessTransport(p.cfg.capacity, params, msgs)
 	}
-	s := newScheduler(p, tr, shmPublisher{win}, msgs)
-	err = s.start(n)
+	s := newScheduler(p, tr, msgs)
+	err := s.start(n)
 	if err == nil {
 		err = s.loop(ctx, stopSchedulers)
 	}
@@ -211,8 +202,7 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	p.schedulers.Wait()
 	tr.close()
 	p.mu.Lock()
-	s.win = closedWindow{win.Gen(), win.Publishes()}
+	s.closeWindows()
 	p.mu.Unlock()
-	win.Close()
 	return err
 }

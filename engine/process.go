@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -111,9 +113,12 @@ func serveProcess(version string) int {
 		stop()
 	}()
 	go watchParent(stop)
-	wc, policy, err := acceptPipe(in, out)
+	wc, params, err := acceptPipe(in, out)
 	if err == nil {
-		err = serve(ctx, wc, shmView{win}, cache, policy, &idle)
+		if params.memLimit > 0 {
+			debug.SetMemoryLimit(params.memLimit)
+		}
+		err = serve(ctx, wc, shmView{win}, cache, params, true, &idle)
 	}
 	cache.Clear()
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -140,4 +145,24 @@ func watchParent(cancel func()) {
 			return
 		}
 	}
+}
+
+// peakRSS returns this process's peak resident memory (VmHWM in
+// /proc/self/status), or 0 where that cannot be read.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest) // "123456 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -15,11 +15,21 @@ import (
 // A worker's serve loop, the same in a worker process and in serial mode,
 // whatever the transport.
 
-// runTask runs one task and returns its reply.
-func (r *runner) runTask(ctx context.Context, t *task) *reply {
+// runTask runs one task and returns its reply; when bringing the window up
+// to the task's generation evicted items, it first tells the parent
+// through wc (so that what the parent knows of the worker's memory is not
+// a job late). r.mu is held.
+func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	rep := &reply{id: t.id}
+	r.cur = t
 	evicted, err := r.sync(t.gen)
-	rep.evicted = evicted
+	if evicted > 0 {
+		st := &workerState{evicted: evicted, stats: r.cache.Stats(), resident: r.resident()}
+		r.version, r.reported = r.cache.Version(), true
+		wc.state(st) // a broken pipe shows at the reply
+	} else {
+		rep.evicted = evicted
+	}
 	rep.start = time.Now()
 	if err != nil {
 		// Without a window we cannot tell what to keep: keep everything
@@ -45,8 +55,14 @@ func (r *runner) runTask(ctx context.Context, t *task) *reply {
 		}
 	}
 	rep.elapsed = time.Since(rep.start)
+	r.cur = nil
+	rep.budgetEvicted = int(r.budgetEvicted.Swap(0))
+	if r.budget > 0 && r.cache.Stats().Bytes > r.budget {
+		rep.overBudget = true
+	}
 	rep.evicted += r.afterJob()
 	rep.stats = r.cache.Stats()
+	r.report(rep)
 	return rep
 }
 
@@ -63,14 +79,25 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 }
 
 // serve is a worker's loop, the same in a worker process and in serial
-// mode: run each task in order under the pool's eviction policy and reply
-// to it, until told to stop (clear the cache, say goodbye) or the parent is
-// gone. It returns ctx.Err() when ctx has ended after a job.
+// mode: run each task in order under the pool's parameters and reply to it,
+// until told to stop (clear the cache, say goodbye) or the parent is gone.
+// It returns ctx.Err() when ctx has ended after a job. While it waits for a
+// task, an idle evictor follows the window (see IdleEviction).
 //
 // idle is set while serve waits for the parent with nothing to do, so that
 // a signal handler may end the process at once.
-func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.Cache, policy EvictPolicy, idle *atomic.Bool) error {
-	r := &runner{win: win, cache: cache, policy: policy}
+func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.Cache, params workerParams, process bool, idle *atomic.Bool) error {
+	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, returnMemory: process}
+	if params.budget > 0 {
+		cache.SetBeforeBuild(r.beforeBuild)
+		defer cache.SetBeforeBuild(nil)
+	}
+	if params.idle && params.policy.followsWindow() {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); r.idleEvict(wc, stop) }()
+		defer func() { close(stop); <-done }()
+	}
 	for {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -87,10 +114,16 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 			return err
 		}
 		if stop {
+			r.mu.Lock()
 			cache.Clear()
-			return wc.bye(cache.Stats())
+			b := &byeInfo{stats: cache.Stats(), peakRSS: peakRSS()}
+			r.mu.Unlock()
+			return wc.bye(b)
 		}
-		if err := wc.done(r.runTask(ctx, t)); err != nil {
+		r.mu.Lock()
+		rep := r.runTask(ctx, wc, t)
+		r.mu.Unlock()
+		if err := wc.done(rep); err != nil {
 			return err
 		}
 	}

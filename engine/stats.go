@@ -6,10 +6,20 @@ import "github.com/poolrun/poolrun/cachepool"
 type Stats struct {
 	// Workers has one entry per worker place, in the order they were made.
 	Workers []WorkerStats
-	// Publishes counts the window publishes that changed the required set;
-	// Generation is the window's generation at the last one.
+	// Publishes counts the window publishes that changed a required set,
+	// over the pool's windows (one per worker place under EvictStale, one
+	// for the pool otherwise); Generation is the highest generation a
+	// window reached.
 	Publishes  uint64
 	Generation uint64
+	// PeakCacheBytes is the peak, over the pool's life, of the bytes the
+	// workers' caches held together (what the host really needed for
+	// items at once), as the workers reported after each job, while idle
+	// and at the end. StaleByteSeconds is the integral over time of the
+	// bytes they held in items that no unfinished job needed: memory
+	// held for nothing. Items count by their Size functions.
+	PeakCacheBytes   int64
+	StaleByteSeconds float64
 	// Counts holds the number of jobs in each status, indexed by Status.
 	Counts [numStatuses]int
 }
@@ -24,17 +34,25 @@ type WorkerStats struct {
 	// replaced one that died.
 	Jobs, Restarts int
 	// Evicted counts the items its processes evicted while the pool ran,
-	// by the pool's eviction policy: stale items before a job (EvictStale),
-	// or everything after each job (EvictEachJob). Cache.Evictions counts
-	// these and the clear at the end of the pool.
-	Evicted uint64
+	// by the pool's eviction policy: stale items before a job or while
+	// idle (EvictStale, EvictPoolWide), or everything after each job
+	// (EvictEachJob). BudgetEvicted counts those evicted to stay within
+	// the cache budget ([CacheBudget]). Cache.Evictions counts both and the
+	// clear at the end of the pool.
+	Evicted       uint64
+	BudgetEvicted uint64
+	// PeakRSS is the largest peak resident memory (VmHWM) of the place's
+	// processes, as they reported it when they stopped; 0 where unknown
+	// (a process that was killed, a system without /proc). In serial mode
+	// it is this process's.
+	PeakRSS int64
 	// Cache sums the cache statistics of the place's processes (PeakBytes is
 	// the largest), as last reported: after every job and at the end.
 	Cache cachepool.Stats
 }
 
 // Total returns the sum of the workers' figures: jobs, restarts, items
-// evicted, and every cache counter. Cache.PeakBytes is the sum of the
+// evicted, peak RSS (the sum of the peaks), and every cache counter. Cache.PeakBytes is the sum of the
 // workers' own peaks (what they would hold if their peaks coincided);
 // Cache.Bytes and Cache.Resident are what they hold now. Index and PID are 0.
 func (s Stats) Total() WorkerStats {
@@ -43,6 +61,8 @@ func (s Stats) Total() WorkerStats {
 		t.Jobs += w.Jobs
 		t.Restarts += w.Restarts
 		t.Evicted += w.Evicted
+		t.BudgetEvicted += w.BudgetEvicted
+		t.PeakRSS += w.PeakRSS
 		c := &t.Cache
 		c.Hits += w.Cache.Hits
 		c.Builds += w.Cache.Builds
@@ -62,7 +82,8 @@ func (p *Pool) Stats() Stats {
 	defer p.mu.Unlock()
 	st := Stats{Counts: p.counts}
 	if s := p.sched; s != nil {
-		st.Publishes, st.Generation = s.win.publishes(), s.win.gen()
+		st.Publishes, st.Generation = s.windowFigures()
+		st.PeakCacheBytes, st.StaleByteSeconds = s.peakSum, s.staleSeconds
 		for _, pl := range s.places {
 			st.Workers = append(st.Workers, pl.stats())
 		}

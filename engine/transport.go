@@ -17,9 +17,12 @@ import (
 // starts or admits reports, in order on the transport's channel, its hello,
 // then done and bye messages, and at last died: nothing follows died.
 type transport interface {
-	// start starts a worker for place index. The worker says hello when it
-	// is ready; a transport whose workers join on their own may refuse.
-	start(index int) (link, error)
+	// start starts a worker for place index, reading window win (made by
+	// the transport's window maker). The worker says hello when it is
+	// ready; a transport whose workers join on their own may refuse.
+	start(index int, win publisher) (link, error)
+	// newWindow makes a window the transport's workers can read.
+	newWindow() (publisher, error)
 	// close releases what the transport holds; every worker has gone.
 	close()
 }
@@ -42,26 +45,65 @@ type link interface {
 }
 
 // A msg is one thing a worker said, or its end. Exactly one of hello,
-// replies, bye and died is set.
+// replies, state, bye and died is set.
 type msg struct {
 	from    link
 	hello   *hello
-	replies []*reply // finished jobs, in the order they finished
-	bye     *cachepool.Stats
+	replies []*reply     // finished jobs, in the order they finished
+	state   *workerState // what an idle worker evicted
+	bye     *byeInfo
 	died    error // the worker is gone, and why
 }
 
-// hello is what a worker says when it is ready to serve.
+// workerParams are what a worker learns in the handshake, and echoes: how
+// it manages its cache.
+type workerParams struct {
+	policy   EvictPolicy
+	budget   int64 // cache bytes, see CacheBudget; 0: none
+	memLimit int64 // the Go runtime's soft memory limit; 0: unchanged
+	idle     bool  // follow the window while waiting for a job
+}
+
+// residentItem is an item a worker holds, with its size (as its Size
+// function reported it; 0 without one).
+type residentItem struct {
+	key   uint64
+	bytes int64
+}
+
+// workerState is what an idle worker reports after it evicted items.
+type workerState struct {
+	evicted  int
+	stats    cachepool.Stats
+	resident []residentItem
+}
+
+// byeInfo is what a worker reports when it stops: its cache's final
+// statistics and the peak of its resident memory (VmHWM; 0 where
+// unknown).
+type byeInfo struct {
+	stats   cachepool.Stats
+	peakRSS int64
+}
+
+// hello is what a worker says when it is ready to serve. A worker that
+// joined by itself brings the window it reads (made by its transport's
+// newWindow); the scheduler made those of the workers it started.
 type hello struct {
 	pid int
+	win publisher
 }
 
 // task is one job as a worker sees it.
 type task struct {
-	id  uint64
-	gen uint64 // the worker must see at least this window generation
-	fn  string
-	arg []byte
+	id   uint64
+	gen  uint64 // the worker must see at least this window generation
+	fn   string
+	arg  []byte
+	keys []uint64 // the items the job needs
+	// order lists, with a cache budget, the worker's items that the job
+	// does not need, the one whose next use lies furthest ahead first.
+	order []uint64
 }
 
 // Outcomes of a job, in a reply.
@@ -81,6 +123,14 @@ type reply struct {
 	stack   []byte // outcomePanic only
 	stats   cachepool.Stats
 	evicted int // items evicted for this job: before it ran, and after it under EvictEachJob
+	// budgetEvicted counts the items evicted to stay within the cache
+	// budget; overBudget says that the job's own items exceeded it.
+	budgetEvicted int
+	overBudget    bool
+	// resident is the worker's resident set after the job, sent when it
+	// changed since the last report (residentSent).
+	residentSent bool
+	resident     []residentItem
 }
 
 // workerConn is a worker's side of a transport: the serve loop reads tasks
@@ -94,6 +144,9 @@ type workerConn interface {
 	ready() bool
 	// done reports a finished job.
 	done(r *reply) error
+	// state reports what the worker evicted while idle; it may be called
+	// from another goroutine than the others, never at the same time.
+	state(s *workerState) error
 	// bye reports the cache's final statistics; nothing follows.
-	bye(s cachepool.Stats) error
+	bye(b *byeInfo) error
 }

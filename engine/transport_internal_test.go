@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/poolrun/poolrun/shm"
 )
 
 var joinSquare = Register("engine.join.square", func(ctx context.Context, x int) (int, error) {
@@ -25,14 +23,22 @@ type joinTransport struct {
 	links []link
 }
 
-func (t *joinTransport) start(int) (link, error) {
+func (t *joinTransport) start(int, publisher) (link, error) {
 	return nil, errors.New("workers join by themselves")
 }
 
+func (t *joinTransport) newWindow() (publisher, error) { return t.pt.newWindow() }
+
 func (t *joinTransport) close() { t.pt.close() }
 
+// join starts a worker that the scheduler first hears of by its hello,
+// which brings the window it reads.
 func (t *joinTransport) join() link {
-	l, err := t.pt.startLocal(0)
+	win, err := t.pt.newWindow()
+	if err != nil {
+		panic(err)
+	}
+	l, err := t.pt.startLocalJoin(0, win, true)
 	if err != nil {
 		panic(err)
 	}
@@ -49,8 +55,8 @@ func (t *joinTransport) join() link {
 func TestWorkersJoinAndLeave(t *testing.T) {
 	var tr *joinTransport
 	p := New()
-	p.cfg.transport = func(win *shm.Window, policy EvictPolicy, out chan<- msg) (transport, int) {
-		tr = &joinTransport{pt: newSerialTransport(win, policy, out)}
+	p.cfg.transport = func(capacity int, params workerParams, out chan<- msg) (transport, int) {
+		tr = &joinTransport{pt: newSerialTransport(capacity, params, out)}
 		return tr, 0
 	}
 	var jobs []*Job[int]

@@ -24,6 +24,9 @@ type publisher interface {
 	gen() uint64
 	// publishes counts the publishes that changed the set.
 	publishes() uint64
+	// close releases the window; afterwards gen and publishes keep the
+	// last figures.
+	close() publisher
 }
 
 // windowView is a worker's side of the window.
@@ -36,6 +39,9 @@ type windowView interface {
 	// passed, and reports whether it got there. On false the worker keeps
 	// every item: it cannot tell which are still needed.
 	WaitGen(gen uint64, deadline time.Time) bool
+	// WaitChange sleeps until the generation differs from after or
+	// deadline has passed, and returns the generation.
+	WaitChange(after uint64, deadline time.Time) uint64
 }
 
 // shmPublisher publishes in a window in shared memory. Once the window is
@@ -51,6 +57,12 @@ func (s shmPublisher) publish(keys []uint64) {
 
 func (s shmPublisher) gen() uint64       { return s.w.Gen() }
 func (s shmPublisher) publishes() uint64 { return s.w.Publishes() }
+
+func (s shmPublisher) close() publisher {
+	c := closedWindow{s.w.Gen(), s.w.Publishes()}
+	s.w.Close()
+	return c
+}
 
 // shmView is a worker's view of a window in shared memory.
 type shmView struct {
@@ -75,8 +87,18 @@ func (v shmView) WaitGen(gen uint64, deadline time.Time) bool {
 // keeps the figures the window had for [Pool.Stats].
 type closedWindow struct{ g, n uint64 }
 
-func (c closedWindow) publish([]uint64) {}
-func (c closedWindow) gen() uint64      { return c.g }
-func (c closedWindow) publishes() uint64 {
-	return c.n
+func (c closedWindow) publish([]uint64)  {}
+func (c closedWindow) gen() uint64       { return c.g }
+func (c closedWindow) publishes() uint64 { return c.n }
+func (c closedWindow) close() publisher  { return c }
+
+// WaitChange sleeps until the generation differs from after.
+func (v shmView) WaitChange(after uint64, deadline time.Time) uint64 {
+	for {
+		g := v.Gen()
+		if g != after || !time.Now().Before(deadline) {
+			return g
+		}
+		time.Sleep(time.Millisecond) // TODO: the window's futex
+	}
 }

@@ -17,7 +17,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 2
+	protoVersion = 3
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -28,13 +28,14 @@ const (
 )
 
 // Frame kinds. Parent to worker: hello, job, stop. Worker to parent: hello,
-// done, bye.
+// done, state, bye.
 const (
 	frameHello byte = 1 + iota
 	frameJob
 	frameStop
 	frameDone
 	frameBye
+	frameState
 )
 
 // enc appends the fields of a frame to a buffer.
@@ -66,15 +67,45 @@ func (e *enc) stats(s cachepool.Stats) {
 }
 
 // hello encodes a handshake: the parent sends the worker's index and the
-// pool's eviction policy; the worker answers with its pid and the policy it
-// applies.
-func (e *enc) hello(index int, policy EvictPolicy) {
+// pool's parameters for workers; the worker answers with its pid and the
+// parameters it applies.
+func (e *enc) hello(index int, wp workerParams) {
 	at := e.begin(frameHello)
 	e.b = append(e.b, protoMagic...)
 	e.uint(protoVersion)
 	e.uint(uint64(index))
-	e.uint(uint64(policy))
+	e.uint(uint64(wp.policy))
+	e.int(wp.budget)
+	e.int(wp.memLimit)
+	e.bool(wp.idle)
 	e.end(at)
+}
+
+func (e *enc) bool(v bool) {
+	b := byte(0)
+	if v {
+		b = 1
+	}
+	e.b = append(e.b, b)
+}
+
+func (e *enc) keys(ks []uint64) {
+	e.uint(uint64(len(ks)))
+	for _, k := range ks {
+		e.b = binary.LittleEndian.AppendUint64(e.b, k)
+	}
+}
+
+func (e *enc) resident(sent bool, rs []residentItem) {
+	e.bool(sent)
+	if !sent {
+		return
+	}
+	e.uint(uint64(len(rs)))
+	for _, r := range rs {
+		e.b = binary.LittleEndian.AppendUint64(e.b, r.key)
+		e.int(r.bytes)
+	}
 }
 
 func (e *enc) task(t *task) {
@@ -83,6 +114,8 @@ func (e *enc) task(t *task) {
 	e.uint(t.gen)
 	e.string(t.fn)
 	e.bytes(t.arg)
+	e.keys(t.keys)
+	e.keys(t.order)
 	e.end(at)
 }
 
@@ -97,13 +130,26 @@ func (e *enc) done(r *reply) {
 	e.bytes(r.payload)
 	e.bytes(r.stack)
 	e.uint(uint64(r.evicted))
+	e.uint(uint64(r.budgetEvicted))
+	e.bool(r.overBudget)
 	e.stats(r.stats)
+	e.resident(r.residentSent, r.resident)
 	e.end(at)
 }
 
-func (e *enc) bye(s cachepool.Stats) {
+// state encodes what an idle worker reports after it evicted.
+func (e *enc) state(s *workerState) {
+	at := e.begin(frameState)
+	e.uint(uint64(s.evicted))
+	e.stats(s.stats)
+	e.resident(true, s.resident)
+	e.end(at)
+}
+
+func (e *enc) bye(b *byeInfo) {
 	at := e.begin(frameBye)
-	e.stats(s)
+	e.stats(b.stats)
+	e.int(b.peakRSS)
 	e.end(at)
 }
 
@@ -200,40 +246,101 @@ func (d *dec) stats() cachepool.Stats {
 }
 
 // hello checks a hello frame's payload and returns the number and the
-// eviction policy it carries.
-func (d *dec) hello() (uint64, EvictPolicy, error) {
+// parameters it carries.
+func (d *dec) hello() (uint64, workerParams, error) {
+	var wp workerParams
 	if m := d.raw(len(protoMagic)); string(m) != protoMagic {
-		return 0, 0, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
+		return 0, wp, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
 	}
 	if v := d.uint(); v != protoVersion {
-		return 0, 0, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
+		return 0, wp, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
 	}
 	n, pol := d.uint(), d.uint()
+	wp.budget, wp.memLimit, wp.idle = d.int(), d.int(), d.bool()
 	if d.err != nil {
-		return 0, 0, d.err
+		return 0, wp, d.err
 	}
 	if pol >= numPolicies {
-		return 0, 0, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
+		return 0, wp, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
 	}
-	return n, EvictPolicy(pol), nil
+	wp.policy = EvictPolicy(pol)
+	return n, wp, nil
 }
 
 // hello reads the first frame of a stream, which must be a handshake, and
-// returns the number (worker index or pid) and policy it carries.
-func (fr *frameReader) hello() (uint64, EvictPolicy, error) {
+// returns the number (worker index or pid) and parameters it carries.
+func (fr *frameReader) hello() (uint64, workerParams, error) {
 	kind, d, err := fr.next()
 	if err != nil {
-		return 0, 0, fmt.Errorf("engine: protocol: reading the handshake: %w", err)
+		return 0, workerParams{}, fmt.Errorf("engine: protocol: reading the handshake: %w", err)
 	}
 	if kind != frameHello {
-		return 0, 0, fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
+		return 0, workerParams{}, fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
 	}
 	return d.hello()
 }
 
+func (d *dec) bool() bool { return d.byte() != 0 }
+
+// keys decodes a list of keys; each takes 8 bytes, which bounds the count
+// by the frame's size before anything is allocated.
+func (d *dec) keys() []uint64 {
+	n := d.uint()
+	if n > uint64(len(d.b)/8) {
+		d.fail()
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	ks := make([]uint64, n)
+	for i := range ks {
+		ks[i] = binary.LittleEndian.Uint64(d.b[8*i:])
+	}
+	d.b = d.b[8*n:]
+	return ks
+}
+
+// resident decodes a resident set: sent false means unchanged since the
+// last report.
+func (d *dec) resident() (bool, []residentItem) {
+	if !d.bool() {
+		return false, nil
+	}
+	n := d.uint()
+	if n > uint64(len(d.b)/9) { // 8 bytes of key and at least 1 of size
+		d.fail()
+		return false, nil
+	}
+	rs := make([]residentItem, 0, n)
+	for range n {
+		if len(d.b) < 8 {
+			d.fail()
+			return false, nil
+		}
+		k := binary.LittleEndian.Uint64(d.b)
+		d.b = d.b[8:]
+		rs = append(rs, residentItem{key: k, bytes: d.int()})
+	}
+	return d.err == nil, rs
+}
+
 func (d *dec) task() (*task, error) {
 	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
+	t.keys = d.keys()
+	t.order = d.keys()
 	return t, d.err
+}
+
+func (d *dec) state() (*workerState, error) {
+	s := &workerState{evicted: int(d.uint()), stats: d.stats()}
+	_, s.resident = d.resident()
+	return s, d.err
+}
+
+func (d *dec) bye() (*byeInfo, error) {
+	b := &byeInfo{stats: d.stats(), peakRSS: d.int()}
+	return b, d.err
 }
 
 func (d *dec) done() (*reply, error) {
@@ -243,7 +350,10 @@ func (d *dec) done() (*reply, error) {
 	r.payload = d.bytes()
 	r.stack = d.bytes()
 	r.evicted = int(d.uint())
+	r.budgetEvicted = int(d.uint())
+	r.overBudget = d.bool()
 	r.stats = d.stats()
+	r.residentSent, r.resident = d.resident()
 	return r, d.err
 }
 

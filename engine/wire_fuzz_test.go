@@ -13,16 +13,18 @@ import (
 // wireSeeds are well-formed streams: a handshake, jobs, a done and a bye.
 func wireSeeds() [][]byte {
 	var e enc
-	e.hello(3, EvictNever)
-	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}})
+	e.hello(3, workerParams{policy: EvictNever, budget: 1 << 20})
+	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}, keys: []uint64{5, 6}, order: []uint64{7}})
 	e.stop()
 	a := bytes.Clone(e.b)
 	e.b = e.b[:0]
-	e.hello(4242, EvictStale)
+	e.hello(4242, workerParams{policy: EvictStale, idle: true})
 	e.done(&reply{id: 9, outcome: outcomePanic, start: time.Unix(0, 12345), elapsed: 678,
 		payload: []byte("boom"), stack: []byte("goroutine 1"), evicted: 2,
-		stats: cachepool.Stats{Hits: 1, Builds: 2, Evictions: 3, Resident: 4, Bytes: 5, PeakBytes: 6, BuildTime: 7}})
-	e.bye(cachepool.Stats{Hits: 8})
+		stats:        cachepool.Stats{Hits: 1, Builds: 2, Evictions: 3, Resident: 4, Bytes: 5, PeakBytes: 6, BuildTime: 7},
+		residentSent: true, resident: []residentItem{{1, 10}, {2, 20}}})
+	e.state(&workerState{evicted: 1, resident: []residentItem{{3, 30}}})
+	e.bye(&byeInfo{stats: cachepool.Stats{Hits: 8}, peakRSS: 1 << 30})
 	return [][]byte{a, bytes.Clone(e.b), nil, {0, 0, 0, 0, frameStop}, {255, 255, 255, 63, frameJob, 1}}
 }
 
@@ -49,8 +51,10 @@ func FuzzFrames(f *testing.F) {
 				d.task()
 			case frameDone:
 				d.done()
+			case frameState:
+				d.state()
 			case frameBye:
-				d.stats()
+				d.bye()
 			}
 			if cap(fr.buf) > len(data)+growStep {
 				t.Fatalf("a %d-byte stream made the reader hold %d bytes", len(data), cap(fr.buf))
@@ -69,9 +73,17 @@ func FuzzFrameRoundTrip(f *testing.F) {
 			evicted = -evicted
 		}
 		tk := task{id: id, gen: gen, fn: fn, arg: arg}
+		if len(arg) >= 8 {
+			tk.keys = []uint64{id, gen}
+			tk.order = []uint64{hits}
+		}
 		rp := reply{id: id, outcome: outcome, start: time.Unix(0, start), elapsed: time.Duration(elapsed),
-			payload: payload, stack: stack, evicted: evicted,
+			payload: payload, stack: stack, evicted: evicted, budgetEvicted: evicted / 2, overBudget: evicted%2 == 1,
 			stats: cachepool.Stats{Hits: hits, Builds: gen, Resident: evicted, Bytes: size, PeakBytes: -size, BuildTime: time.Duration(start)}}
+		if outcome%2 == 1 {
+			rp.residentSent = true
+			rp.resident = []residentItem{{id, size}, {gen, -size}}
+		}
 		var e enc
 		e.task(&tk)
 		e.done(&rp)

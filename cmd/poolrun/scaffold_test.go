@@ -162,3 +162,26 @@ func TestInterruptAndInspect(t *testing.T) {
 		return nil
 	})
 }
+
+// TestScaffoldExamples runs every scaffold configuration of examples/
+// (scaffold-*.yaml), small, on 2 workers and serially: the same checksum.
+func TestScaffoldExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/scaffold-*.yaml")
+	for _, f := range files {
+		abs, _ := filepath.Abs(f)
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			dir := t.TempDir()
+			var sums []string
+			for _, mode := range []string{"-j=2", "--serial"} {
+				r := poolrun(t, dir, "scaffold", "--config", abs, "--scale", tinyScale, "--quiet", "--out", "out"+mode, mode)
+				if r.code != 0 {
+					t.Fatalf("%s: exit %d\n%s%s", mode, r.code, r.stdout, r.stderr)
+				}
+				sums = append(sums, line(r.stdout, "checksum:"))
+			}
+			if sums[0] == "" || sums[0] != sums[1] {
+				t.Errorf("checksums %q", sums)
+			}
+		})
+	}
+}

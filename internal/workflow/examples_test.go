@@ -12,12 +12,19 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-// examples lists the workflow files of the repository's examples folder.
+// examples lists the workflow files of the repository's examples folder
+// (scaffold-*.yaml are scaffold configurations, for poolrun scaffold).
 func examples(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	all, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range all {
+		if !strings.HasPrefix(filepath.Base(f), "scaffold-") {
+			files = append(files, f)
+		}
 	}
 	if len(files) == 0 {
 		t.Fatal("no examples/*.yaml")
