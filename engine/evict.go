@@ -211,4 +211,4 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 
 // idlePoll bounds an idle worker's sleep on the window, so that it notices
 // the end of its serve loop.
-const idlePoll = 200 * time.Millisecond
+const idlePoll = 25 * time.Millisecond

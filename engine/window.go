@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"runtime"
 	"time"
 
 	"github.com/poolrun/poolrun/shm"
@@ -69,18 +68,13 @@ type shmView struct {
 	*shm.Window
 }
 
-// WaitGen spins (yielding the processor) until the generation reaches gen.
-// The parent publishes before it sends a job, so a worker that sees the job
-// before the publish sees only a reordering of the two on one host, which
-// lasts microseconds.
+// WaitGen sleeps on the window's generation word (a futex, on Linux) until
+// the generation reaches gen. The parent publishes before it sends a job,
+// so a worker that sees the job before the publish sees only a reordering
+// of the two on one host, which lasts microseconds.
 func (v shmView) WaitGen(gen uint64, deadline time.Time) bool {
-	for i := 0; v.Gen() < gen; i++ {
-		if i%64 == 63 && time.Now().After(deadline) {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return true
+	_, err := v.Window.WaitGen(gen, deadline)
+	return err == nil
 }
 
 // closedWindow stands for a window that was closed at the end of a pool: it
@@ -92,13 +86,13 @@ func (c closedWindow) gen() uint64       { return c.g }
 func (c closedWindow) publishes() uint64 { return c.n }
 func (c closedWindow) close() publisher  { return c }
 
-// WaitChange sleeps until the generation differs from after.
+// WaitChange sleeps on the window's generation word until a publish
+// after generation after has begun (the generation is odd while one is
+// under way; Snapshot then waits for it to end).
 func (v shmView) WaitChange(after uint64, deadline time.Time) uint64 {
-	for {
-		g := v.Gen()
-		if g != after || !time.Now().Before(deadline) {
-			return g
-		}
-		time.Sleep(time.Millisecond) // TODO: the window's futex
+	g, _ := v.Window.WaitGen(after+1, deadline)
+	if g == 0 {
+		return v.Gen()
 	}
+	return g
 }

@@ -7,8 +7,9 @@
 // descriptor, for example through [os/exec.Cmd.ExtraFiles]) and
 // [Window.Publish]es the whole set whenever it changes. Each worker [Open]s
 // the descriptor, which maps the window read-only, and takes a
-// [Window.Snapshot] when it wants to know the set: no message, lock or
-// system call is involved on either side.
+// [Window.Snapshot] when it wants to know the set: no message or lock is
+// involved on either side, and the only system call is the wake-up that
+// follows a publish (see below).
 //
 // # Consistency
 //
@@ -27,6 +28,19 @@
 // Readers tell a sequence that stays odd ([ErrWriterStalled] after the stall
 // timeout) from one that keeps moving (a busy writer, which only makes them
 // retry), so a reader never hangs.
+//
+// # Waiting for a publish
+//
+// A worker with nothing to do can sleep until the set changes:
+// [Window.WaitGen] blocks until the generation reaches a given value (a
+// snapshot's generation plus 2 is the next publish), a deadline passes, or
+// the window is closed. On Linux it sleeps in the kernel on a futex over the
+// generation's word of the shared mapping, and [Window.Publish] wakes every
+// waiting process after each change, so a sleeping worker hears of a publish
+// within microseconds without spinning. Readers cannot tell the writer that
+// they wait (their mapping is read-only), so every publish that changes the
+// set makes the wake-up system call, waiters or not. Elsewhere waiters poll
+// every millisecond.
 //
 // # Capacity and overflow
 //

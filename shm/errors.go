@@ -33,6 +33,10 @@ var (
 	// ErrReadOnly is returned by [Window.Publish] on a window mapped by [Open].
 	ErrReadOnly = errors.New("shm: window is read-only")
 
+	// ErrDeadline is returned by [Window.WaitGen] when its deadline passed
+	// before the window's generation reached the one it waited for.
+	ErrDeadline = errors.New("shm: deadline passed before the generation was reached")
+
 	// ErrClosed is returned by the methods of a window after [Window.Close].
 	ErrClosed = errors.New("shm: window is closed")
 )

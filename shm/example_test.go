@@ -3,6 +3,7 @@ package shm_test
 import (
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/poolrun/poolrun/shm"
 )
@@ -56,4 +57,37 @@ func ExampleWindow_Publish_overflow() {
 	// Output:
 	// shm: more keys than the window's capacity: 3 keys, 2 slots
 	// overflow: true contains 99: true
+}
+
+func ExampleWindow_WaitGen() {
+	w, err := shm.Create(shm.DefaultCapacity)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	r, err := shm.Open(w.File())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+
+	// An idle worker sleeps until the next publish after its last snapshot
+	// (here another goroutine stands for the parent).
+	s, _ := r.Snapshot(nil)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		w.Publish([]uint64{7})
+	}()
+	gen, err := r.WaitGen(s.Gen+2, time.Now().Add(time.Minute))
+	fmt.Println("woken at generation", gen, err)
+	s, _ = r.Snapshot(s.Keys)
+	fmt.Println("keys:", s.Keys)
+
+	// Nothing else is published: the wait ends at its deadline.
+	_, err = r.WaitGen(s.Gen+2, time.Now().Add(10*time.Millisecond))
+	fmt.Println(err)
+	// Output:
+	// woken at generation 2 <nil>
+	// keys: [7]
+	// shm: deadline passed before the generation was reached
 }

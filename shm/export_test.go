@@ -23,3 +23,7 @@ const (
 	MagicNumber   = magicNumber
 	LayoutVersion = layoutVersion
 )
+
+// Wake wakes the waiters of the window's generation without publishing, as
+// a spurious wake-up would.
+func Wake(w *Window) { wakeAll(w.h.genWord) }

@@ -1,7 +1,9 @@
 package shm
 
 // This file holds every pointer conversion over the mapping; the rest of the
-// package uses the typed accessors defined here.
+// package uses the typed accessors defined here. (wait_linux.go hands the
+// address of the generation word, computed here, to the kernel, and does no
+// arithmetic of its own.)
 //
 // Layout of a window with capacity C (all integers are little-endian on the
 // machines we run on, and native-endian in general: writer and readers are
@@ -12,6 +14,7 @@ package shm
 //	     8     8  version   (layoutVersion)
 //	    16     8  capacity  (C, number of slots)
 //	    24     8  seq       seqlock sequence = generation; odd while a write is under way
+//	 24|28   (4)  genWord   low 32 bits of seq, the futex word of WaitGen (24 little-, 28 big-endian)
 //	    32     8  count     number of live keys in slots[0:count], sorted ascending
 //	    40     8  overflow  1 when the published set had more than C keys
 //	    48  4048  (reserved, zero)
@@ -21,10 +24,35 @@ package shm
 // The header occupies the whole first page (headerSize) so that the slots
 // start page-aligned too. Every field is 8-byte aligned and is only read or
 // written through sync/atomic.
+//
+// The generation word. Readers sleep in [Window.WaitGen] on a futex, which
+// compares and waits on a 32-bit word, while seq is 64 bits. The word is the
+// half of seq that holds its 32 least significant bits: bytes 24..27 on a
+// little-endian machine, 28..31 on a big-endian one (offGenWord). Every store
+// to seq adds 1 (odd, then even), so every store changes that half, and each
+// publish changes it twice; the most significant half changes only once in
+// 2^32 stores, so waiting on it would miss publishes. A waiter loads the whole
+// of seq (atomically, 64 bits), decides from it, and hands the kernel its low
+// 32 bits as the value to compare: the kernel then sleeps only if the word
+// still holds them. The low halves of two different sequences are equal only
+// when 2^32 stores (2^31 publishes) separate them, which cannot happen
+// between a waiter's load and its system call. Go code never loads the word
+// on its own (a 32-bit atomic access inside a 64-bit atomic word is outside
+// the Go memory model); only the kernel reads it.
+//
+// The wake-up needs no field of its own: the writer wakes the word's waiters
+// after each publish that changes the set, whether or not any reader waits,
+// because readers map the window read-only and so cannot register anywhere
+// the writer could look (see [Window.Publish]). The bytes are those of
+// layout version 1, which therefore stays 1: a writer built before
+// [Window.WaitGen] existed does not wake waiters, but it never meets a
+// reader that waits, since a pool's parent and workers are one binary.
 
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 const (
@@ -40,11 +68,25 @@ const (
 	headerSize  = 4096
 )
 
+// offGenWord returns the byte offset of the 32-bit half of seq that holds its
+// least significant bits, the futex word of [Window.WaitGen]: offSeq on a
+// little-endian machine, offSeq+4 on a big-endian one.
+func offGenWord() int {
+	if cpu.IsBigEndian {
+		return offSeq + 4
+	}
+	return offSeq
+}
+
 // header gives typed access to the fields of a mapped window.
 type header struct {
 	magic, version, capacity *atomic.Uint64
 	seq, count, overflow     *atomic.Uint64
 	slots                    []atomic.Uint64
+
+	// genWord is the low half of seq, for the kernel's futex calls only:
+	// Go code reads seq as a whole (see the layout comment).
+	genWord *uint32
 }
 
 // word returns the 64-bit word at byte offset off of the mapping.
@@ -64,6 +106,7 @@ func mapHeader(m []byte, capacity int) header {
 		seq:      word(m, offSeq),
 		count:    word(m, offCount),
 		overflow: word(m, offOverflow),
+		genWord:  (*uint32)(unsafe.Pointer(&m[offGenWord()])),
 	}
 	if capacity > 0 {
 		_ = word(m, headerSize+8*(capacity-1)) // bounds check of the last slot

@@ -47,6 +47,22 @@ func TestLayout(t *testing.T) {
 			t.Errorf("%s at byte %d = %#x, want %#x", c.name, c.off, got, c.want)
 		}
 	}
+	// The futex word is the half of seq that holds its least significant
+	// bits: at byte 24 on a little-endian machine, 28 on a big-endian one.
+	low := 24
+	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
+		low = 28
+	}
+	if got := offGenWord(); got != low {
+		t.Errorf("genWord: offGenWord() = %d, the layout drawing says %d on this machine", got, low)
+	}
+	w.h.seq.Store(7<<32 | 4) // halves that differ
+	if got, want := binary.NativeEndian.Uint32(m[low:]), uint32(4); got != want || *w.h.genWord != want {
+		t.Errorf("genWord: byte %d holds %d and the accessor reads %d for sequence %#x, want %d", low, got, *w.h.genWord, w.h.seq.Load(), want)
+	}
+	if gen, _ := w.Publish([]uint64{0x4444}); *w.h.genWord != uint32(gen) || uint32(gen) != 6 {
+		t.Errorf("genWord: %d after publishing generation %#x, want %d", *w.h.genWord, gen, uint32(gen))
+	}
 	if got, want := len(m), os.Getpagesize()*2; got != want {
 		t.Errorf("mapping of capacity 3 is %d bytes, want %d (header page + one page of slots)", got, want)
 	}

@@ -2,12 +2,15 @@ package shm_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +35,10 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePublisher())
 	case "mapper":
 		os.Exit(roleMapper())
+	case "waiter":
+		os.Exit(roleWaiter())
+	case "waitloop":
+		os.Exit(roleWaitLoop())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", os.Getenv(envRole))
 		os.Exit(2)
@@ -217,4 +224,114 @@ func roleMapper() int {
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
 	return 0
+}
+
+// roleWaiter maps the window at descriptor 3 and runs the commands it reads
+// on stdin, one a line, until stdin closes:
+//
+//	wait GEN TIMEOUT N
+//
+// starts N goroutines that each call WaitGen(GEN, now+TIMEOUT) (no deadline
+// when TIMEOUT is 0) and answers "waiting", then one line for each return,
+//
+//	woke gen=G err=E at=UNIXNANO waited=NS
+//
+// where E is ok, deadline, closed or the error, and finally
+//
+//	done cpu=NS signals=N
+//
+// with the CPU time (user and system) the process used meanwhile and the
+// number of SIGUSR1 signals it received, which it ignores.
+func roleWaiter() int {
+	w, err := shm.Open(os.NewFile(3, "window"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "waiter:", err)
+		return 1
+	}
+	defer w.Close()
+	var signals atomic.Int64
+	sig := make(chan os.Signal, 16)
+	signal.Notify(sig, syscall.SIGUSR1)
+	go func() {
+		for range sig {
+			signals.Add(1)
+		}
+	}()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var (
+			gen     uint64
+			timeout time.Duration
+			n       int
+			tstr    string
+		)
+		if _, err := fmt.Sscanf(in.Text(), "wait %d %s %d", &gen, &tstr, &n); err != nil {
+			fmt.Fprintf(os.Stderr, "waiter: command %q: %v\n", in.Text(), err)
+			return 1
+		}
+		if timeout, err = time.ParseDuration(tstr); err != nil {
+			fmt.Fprintf(os.Stderr, "waiter: command %q: %v\n", in.Text(), err)
+			return 1
+		}
+		cpu0 := cpuTime()
+		signals.Store(0)
+		start := time.Now()
+		var deadline time.Time
+		if timeout > 0 {
+			deadline = start.Add(timeout)
+		}
+		lines := make(chan string, n)
+		for range n {
+			go func() {
+				g, err := w.WaitGen(gen, deadline)
+				at := time.Now()
+				lines <- fmt.Sprintf("woke gen=%d err=%s at=%d waited=%d", g, errWord(err), at.UnixNano(), at.Sub(start))
+			}()
+		}
+		fmt.Println("waiting")
+		for range n {
+			fmt.Println(<-lines)
+		}
+		fmt.Printf("done cpu=%d signals=%d\n", cpuTime()-cpu0, signals.Load())
+	}
+	return 0
+}
+
+// errWord names err in one word for roleWaiter's answers.
+func errWord(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, shm.ErrDeadline):
+		return "deadline"
+	case errors.Is(err, shm.ErrClosed):
+		return "closed"
+	}
+	return strings.ReplaceAll(err.Error(), " ", "_")
+}
+
+// cpuTime returns the CPU time, user and system, that this process used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// roleWaitLoop maps the window at descriptor 3, says "ready", and waits for
+// every change of the generation, without a deadline, until stdin closes.
+func roleWaitLoop() int {
+	w, err := shm.Open(os.NewFile(3, "window"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "waitloop:", err)
+		return 1
+	}
+	go func() { io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+	fmt.Println("ready")
+	last := w.Gen()
+	for {
+		if last, err = w.WaitGen(last+1, time.Time{}); err != nil {
+			fmt.Fprintln(os.Stderr, "waitloop:", err)
+			return 1
+		}
+	}
 }

@@ -44,6 +44,12 @@ type Window struct {
 	life   sync.RWMutex
 	closed bool
 
+	// closing is set by Close before it takes life, so that the goroutines
+	// sleeping in WaitGen, which hold life shared, return; waiting counts
+	// them (in this process only: readers cannot write to the mapping).
+	closing atomic.Bool
+	waiting atomic.Int64
+
 	// Writer state, guarded by wmu: the set the mapping holds, sorted.
 	wmu      sync.Mutex
 	cur      []uint64
@@ -204,8 +210,14 @@ func (w *Window) SetStallTimeout(d time.Duration) {
 // marked overflowed (readers then keep everything), the generation moves on,
 // and the error wraps [ErrOverflow]; the next set that fits clears the mark.
 //
+// A publish that changes the set wakes every goroutine of every process
+// waiting in [Window.WaitGen]. That costs one system call (a futex wake, on
+// Linux) even when nobody waits: readers map the window read-only, so they
+// cannot record that they wait anywhere the writer could look first.
+//
 // Only the window's creator may publish ([ErrReadOnly] otherwise). Calls are
-// serialised; each costs one atomic store per slot that changed.
+// serialised; each costs one atomic store per slot that changed, and the
+// wake when the set changed.
 func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
 	if !w.writable {
 		return 0, ErrReadOnly
@@ -261,6 +273,14 @@ func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
 	}
 	gen = seq + 2
 	w.h.seq.Store(gen) // even: readers may use what they read
+	// After the store, never before: a waiter that reads the sequence before
+	// this store is asleep in the kernel, or about to fail the kernel's
+	// comparison with the word, by the time the wake looks for it (see
+	// WaitGen). Nothing in the header counts the waiters, so the wake is
+	// unconditional: with a count, the writer would have to read it after
+	// this store and a waiter increment it before its last look at the
+	// sequence, but a reader's mapping is read-only and cannot hold one.
+	wakeAll(w.h.genWord)
 
 	w.publish.Add(1)
 	w.scratch = w.cur
@@ -343,10 +363,13 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 }
 
 // Close unmaps the window and, for the writer, closes its file; the memory is
-// released when the last process holding it exits or closes it. Close waits
-// for calls under way in other goroutines; later calls return [ErrClosed].
-// Closing twice is harmless.
+// released when the last process holding it exits or closes it. Close wakes
+// the goroutines of this process waiting in [Window.WaitGen], which return
+// [ErrClosed], and waits for calls under way in other goroutines; later calls
+// return [ErrClosed]. Closing twice is harmless.
 func (w *Window) Close() error {
+	w.closing.Store(true)
+	w.wakeWaiters()
 	w.life.Lock()
 	defer w.life.Unlock()
 	if w.closed {
