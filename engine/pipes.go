@@ -277,52 +277,48 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 			return fmt.Errorf("engine: protocol: the worker applies %+v, the pool asked for %+v", params, l.params)
 		}
 		out <- msg{from: l, hello: &hello{pid: int(pid), win: l.joinWin}}
-		for {
-			var batch []*reply
-			for {
-				kind, d, err := fr.next()
-				if err != nil {
-					if len(batch) > 0 {
-						out <- msg{from: l, replies: batch}
-					}
-					return err
-				}
-				switch kind {
-				case frameDone:
-					r, err := d.done()
-					if err != nil {
-						return err
-					}
-					batch = append(batch, r)
-				case frameState:
-					st, err := d.state()
-					if err != nil {
-						return err
-					}
-					if len(batch) > 0 {
-						out <- msg{from: l, replies: batch}
-						batch = nil
-					}
-					out <- msg{from: l, state: st}
-				case frameBye:
-					b, err := d.bye()
-					if err != nil {
-						return err
-					}
-					if len(batch) > 0 {
-						out <- msg{from: l, replies: batch}
-						batch = nil
-					}
-					out <- msg{from: l, bye: b}
-				default:
-					return fmt.Errorf("engine: protocol: unexpected frame of kind %d from a worker", kind)
-				}
-				if !fr.buffered() {
-					break
-				}
-			}
+		var batch []*reply
+		// flush reports the replies batched so far, then m (if any), in
+		// the order the worker wrote them.
+		flush := func(m *msg) {
 			if len(batch) > 0 {
 				out <- msg{from: l, replies: batch}
+				batch = nil
+			}
+			if m != nil {
+				out <- *m
+			}
+		}
+		for {
+			kind, d, err := fr.next()
+			if err != nil {
+				flush(nil)
+				return err
+			}
+			switch kind {
+			case frameDone:
+				r, err := d.done()
+				if err != nil {
+					return err
+				}
+				batch = append(batch, r)
+			case frameState:
+				st, err := d.state()
+				if err != nil {
+					return err
+				}
+				flush(&msg{from: l, state: st})
+			case frameBye:
+				b, err := d.bye()
+				if err != nil {
+					return err
+				}
+				flush(&msg{from: l, bye: b})
+			default:
+				return fmt.Errorf("engine: protocol: unexpected frame of kind %d from a worker", kind)
+			}
+			if !fr.buffered() {
+				flush(nil) // nothing more has arrived: report what has
 			}
 		}
 	}()
