@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,95 +23,203 @@ import (
 
 const benchUsage = `Usage: poolrun bench [flags]
 
-Runs the scaffold workload (or --config FILE) under each eviction policy and
-prints one table, side by side:
+Runs the scaffold workload (or --config FILE) in each of these modes, at
+each worker count of --workers, and prints one table, side by side:
 
-  stale     the default: a worker frees an item as soon as no unfinished job
-            in the pool needs it any more
-  never     a worker keeps every item it built until the end of the pool,
-            as sync.Once or a package-level map would
-  each-job  a worker frees every item after every job
+  plain       the engine before per-worker eviction: a worker frees an item
+              once no unfinished job in the pool needs it (pool-wide), the
+              oldest ready job goes to the first free worker, and a waiting
+              worker evicts nothing (--evict pool-wide --no-affinity
+              --no-idle-eviction)
+  per-worker  a worker frees an item once no job sent to it and no job still
+              to be sent needs it (--evict stale), without affinity or
+              eviction while idle
+  affinity    per-worker, and a free worker takes a ready job whose items it
+              holds rather than the oldest one
+  idle        per-worker, and a waiting worker evicts stale items within a
+              millisecond rather than at its next job
+  all         per-worker, affinity and idle eviction: poolrun's defaults
+  never       a worker keeps every item it built until the end of the pool
+              (--evict never), as sync.Once or a package-level map would
+  each-job    a worker frees every item after every job (--evict each-job)
+  budget      all, with each worker's cache capped (--cache-budget) at half
+              of the largest cache peak of a worker under never, in the same
+              round at the same worker count; or at --cache-budget SIZE
 
-Columns: wall time; index builds, cache hits and evictions, summed over the
-workers; each worker's peak cache memory and their total; the checksum of
-the output, which must be the same under every policy (the command fails if
-it is not). With --repeat N every policy runs N times, the policies taking
-turns, and the table shows medians, with the lowest and highest run in
-brackets where they differ.
+Columns:
+  wall          the wall time
+  builds        the items built, over the workers
+  sum of peaks  the sum of the workers' own cache peaks (what they would hold
+                if their peaks coincided)
+  peak of sum   the peak over time of the cache they held together (what the
+                host needed at once)
+  stale MiB·s   the integral over time of the memory held in items that no
+                unfinished job needed
+  max RSS       the largest peak RSS (VmHWM) of a worker process (in serial
+                mode: of this process, since it started)
+  checksum      the checksum of the output, which must be the same in every
+                mode at every worker count (the command fails if it is not)
+
+--workers 2,4 (the default) runs every mode at 2 and then at 4 workers; 0
+means serial. -j N alone means --workers N and --serial alone --workers 0;
+give only one of the three. --modes picks some of the modes (they run and
+are shown in the order above; budget needs never, unless --cache-budget
+gives its budget).
+
+With --repeat N every mode runs N times, in N rounds: in each round every
+worker count runs every mode in turn, so that a machine that gets busier or
+quieter affects them alike. The table then shows medians, with the lowest
+and highest run in brackets where they differ.
 
 The output goes to a temporary folder, removed at the end, unless --out DIR
-is given: DIR/<policy> then holds each policy's last output. --json prints
-the figures of every run as JSON instead of the table; --report FILE writes
+is given: DIR/j<N>/<mode> (DIR/serial/<mode>) then holds each mode's last
+output. --json prints the figures of every run as JSON instead of the table,
+with each worker's cache peak, peak RSS and evictions; --report FILE writes
 that JSON to FILE as well.
 
 Example:
-  poolrun bench -j 2 --scale 0.5 --repeat 3
-  poolrun bench --config my.yaml --json > bench.json
+  poolrun bench --scale 0.5 --repeat 3
+  poolrun bench --config examples/scaffold-cerebellum.yaml --workers 4 --modes plain,all,never,budget
+  poolrun bench -j 2 --json > bench.json
 `
 
-// benchPolicies are the policies poolrun bench compares, in table order.
-var benchPolicies = []engine.EvictPolicy{engine.EvictStale, engine.EvictNever, engine.EvictEachJob}
+// A benchMode is one way of running the pool that poolrun bench compares:
+// the same modes, in the same order, as BenchmarkHold in bench/.
+type benchMode struct {
+	name           string
+	evict          engine.EvictPolicy
+	affinity, idle bool
+	// budget: CacheBudget of --cache-budget, or else of half of never's
+	// largest worker peak in the same round at the same worker count.
+	budget bool
+}
+
+// benchModes are the modes in table order; never comes before budget,
+// which needs its peak.
+var benchModes = []benchMode{
+	{name: "plain", evict: engine.EvictPoolWide},
+	{name: "per-worker", evict: engine.EvictStale},
+	{name: "affinity", evict: engine.EvictStale, affinity: true},
+	{name: "idle", evict: engine.EvictStale, idle: true},
+	{name: "all", evict: engine.EvictStale, affinity: true, idle: true},
+	{name: "never", evict: engine.EvictNever},
+	{name: "each-job", evict: engine.EvictEachJob},
+	{name: "budget", evict: engine.EvictStale, affinity: true, idle: true, budget: true},
+}
+
+// options are the mode's engine options, with budget as its cache budget.
+func (m benchMode) options(budget int64) []engine.Option {
+	opts := []engine.Option{engine.Evict(m.evict), engine.Affinity(m.affinity), engine.IdleEviction(m.idle)}
+	if m.budget {
+		opts = append(opts, engine.CacheBudget(budget))
+	}
+	return opts
+}
 
 type benchFlags struct {
-	pool   poolFlags
-	config string
-	out    string
-	scale  float64
-	repeat int
-	json   bool
+	pool    poolFlags
+	config  string
+	out     string
+	scale   float64
+	repeat  int
+	json    bool
+	workers []int       // the worker counts, 0 for serial
+	modes   []benchMode // in table order
+	budget  byteSize    // the budget mode's budget; 0: half of never's peak
 }
 
 // benchResult is what poolrun bench measured; --json prints it.
 type benchResult struct {
-	Command  string         `json:"command"`
-	Config   string         `json:"config"` // the file, or "embedded"
-	Scale    float64        `json:"scale"`
-	Workers  int            `json:"workers"` // 0: serial
-	Repeat   int            `json:"repeat"`
-	Policies []*benchPolicy `json:"policies"`
-	// ChecksumsAgree is true when every run of every policy wrote the same
-	// output; Checksum is that output's checksum.
+	Command string  `json:"command"`
+	Config  string  `json:"config"` // the file, or "embedded"
+	Scale   float64 `json:"scale"`
+	// Jobs and Items count the workload's jobs and distinct cache items.
+	Jobs    int      `json:"jobs"`
+	Items   int      `json:"items"`
+	Workers []int    `json:"workers"` // the worker counts, in the order run; 0: serial
+	Modes   []string `json:"modes"`
+	Repeat  int      `json:"repeat"`
+	// Results holds one entry per worker count, in the order of Workers.
+	Results []*benchSet `json:"results"`
+	// ChecksumsAgree is true when every run of every mode at every worker
+	// count wrote the same output; Checksum is that output's checksum.
 	ChecksumsAgree bool   `json:"checksums_agree"`
 	Checksum       string `json:"checksum,omitempty"`
 }
 
-// benchPolicy holds the runs of one policy and their median, lowest and
-// highest figures.
-type benchPolicy struct {
-	Policy string       `json:"policy"`
-	Runs   []benchRun   `json:"runs"`
-	Median benchFigures `json:"median"`
-	Min    benchFigures `json:"min"`
-	Max    benchFigures `json:"max"`
+// benchSet holds the modes run at one worker count.
+type benchSet struct {
+	Workers int              `json:"workers"` // 0: serial
+	Modes   []*benchModeFigs `json:"modes"`
 }
 
-// benchRun is one pool run.
+// benchModeFigs holds the runs of one mode at one worker count and their
+// median, lowest and highest figures.
+type benchModeFigs struct {
+	Mode string `json:"mode"`
+	// Options are the mode's settings; the budget mode's budget is in
+	// each run (cache_budget_bytes), and BudgetOfNever says it is half of
+	// never's largest worker peak in the same round.
+	Options       cacheSettings `json:"options"`
+	BudgetOfNever bool          `json:"budget_half_of_never,omitempty"`
+	Runs          []benchRun    `json:"runs"`
+	Median        benchFigures  `json:"median"`
+	Min           benchFigures  `json:"min"`
+	Max           benchFigures  `json:"max"`
+}
+
+// benchRun is one pool run. CacheBudget is the budget mode's budget, and
+// BudgetExceeded counts the jobs whose own items took their worker past it.
 type benchRun struct {
 	benchFigures
-	Checksum string         `json:"checksum"`
-	Workers  []workerReport `json:"workers"`
+	Checksum       string         `json:"checksum"`
+	CacheBudget    int64          `json:"cache_budget_bytes,omitempty"`
+	BudgetExceeded int            `json:"budget_exceeded_jobs,omitempty"`
+	Workers        []workerReport `json:"workers"`
 }
 
-// benchFigures are the figures of the table. Counts and bytes are summed
-// over the workers; PeakBytes sums each worker's own peak, which
-// WorkerPeakBytes lists by worker.
+// benchFigures are a run's figures (or their medians, lowest or highest
+// over runs, figure by figure). Counts are summed over the workers.
 type benchFigures struct {
-	WallSeconds     float64   `json:"wall_seconds"`
-	Builds          float64   `json:"builds"`
-	Hits            float64   `json:"hits"`
-	Evictions       float64   `json:"evictions"`
-	PeakBytes       float64   `json:"peak_cache_bytes"`
-	WorkerPeakBytes []float64 `json:"worker_peak_cache_bytes"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Builds      float64 `json:"builds"`
+	Hits        float64 `json:"hits"`
+	// Evictions counts every eviction, the clear at the end included;
+	// StaleEvictions those by the policy while the pool ran,
+	// BudgetEvictions those to stay within the budget.
+	Evictions       float64 `json:"evictions"`
+	StaleEvictions  float64 `json:"stale_evictions"`
+	BudgetEvictions float64 `json:"budget_evictions"`
+	// PeakBytes is the sum of the workers' own cache peaks, which
+	// WorkerPeakBytes lists by worker; SummedPeakBytes is the peak over
+	// time of what they held together.
+	PeakBytes        float64   `json:"peak_cache_bytes"`
+	SummedPeakBytes  float64   `json:"summed_peak_bytes"`
+	StaleByteSeconds float64   `json:"stale_byte_seconds"`
+	WorkerPeakBytes  []float64 `json:"worker_peak_cache_bytes"`
+	// MaxPeakRSS is the largest of the workers' peak RSS, which
+	// WorkerPeakRSS lists by worker (0 where unknown).
+	MaxPeakRSS    float64   `json:"max_peak_rss_bytes"`
+	WorkerPeakRSS []float64 `json:"worker_peak_rss_bytes"`
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f benchFlags
+	var jobs int
+	var workers, modes string
 	fs := newFlagSet("bench", benchUsage, stderr)
-	f.pool.register(fs)
+	fs.StringVar(&workers, "workers", "2,4", "run every mode at each of these worker `counts` (comma-separated; 0: serial)")
+	fs.IntVar(&jobs, "j", 0, "run every mode at this one worker `count` only (as --workers N)")
+	fs.BoolVar(&f.pool.serial, "serial", false, "run every mode serially only, in this process (as --workers 0)")
+	fs.StringVar(&modes, "modes", "", "run only these `modes` (comma-separated: "+strings.Join(benchModeNames(benchModes), ", ")+"; default: every mode)")
+	fs.Var(&f.budget, "cache-budget", "the budget mode's per-worker cache budget, as `SIZE` (bytes, or e.g. 800KiB, 512MiB, 1.5GiB; default: half of never's largest worker peak)")
+	f.pool.registerCommon(fs)
+	fs.Lookup("quiet").Usage = "print no progress, only the table (or the JSON)"
+	fs.Lookup("report").Usage = "write the figures of every run as JSON (as --json prints them) to `FILE`"
 	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
-	fs.StringVar(&f.out, "out", "", "keep each policy's output in `DIR`/<policy> (default: a temporary folder, removed at the end)")
+	fs.StringVar(&f.out, "out", "", "keep each mode's output in `DIR`/j<N>/<mode> (default: a temporary folder, removed at the end)")
 	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
-	fs.IntVar(&f.repeat, "repeat", 1, "run each policy `N` times and show the medians")
+	fs.IntVar(&f.repeat, "repeat", 1, "run each mode `N` times and show the medians")
 	fs.BoolVar(&f.json, "json", false, "print the figures of every run as JSON instead of the table")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
@@ -120,7 +230,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return badInputf("poolrun bench: unexpected argument %q", fs.Arg(0))
 	}
-	if err := f.pool.check(); err != nil {
+	if err := f.pool.checkCommon(); err != nil {
+		return err
+	}
+	var err error
+	if f.workers, err = benchWorkers(fs, workers, jobs, f.pool.serial); err != nil {
+		return err
+	}
+	if f.modes, err = parseBenchModes(modes, f.budget > 0); err != nil {
 		return err
 	}
 	if !(f.scale > 0) || f.scale > 1000 {
@@ -151,40 +268,67 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer os.RemoveAll(out)
 	}
 
-	res := &benchResult{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.pool.workers(), Repeat: f.repeat}
+	res := &benchResult{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.workers,
+		Modes: benchModeNames(f.modes), Repeat: f.repeat}
 	if res.Config == "" {
 		res.Config = "embedded"
 	}
-	for _, pol := range benchPolicies {
-		res.Policies = append(res.Policies, &benchPolicy{Policy: pol.String()})
+	for _, n := range f.workers {
+		set := &benchSet{Workers: n}
+		for _, m := range f.modes {
+			mf := &benchModeFigs{Mode: m.name, Options: cacheSettings{Evict: m.evict.String(), Affinity: m.affinity, IdleEviction: m.idle}}
+			if m.budget {
+				mf.Options.CacheBudget = int64(f.budget)
+				mf.BudgetOfNever = f.budget == 0
+			}
+			set.Modes = append(set.Modes, mf)
+		}
+		res.Results = append(res.Results, set)
 	}
-	// The policies take turns, so that a machine that gets busier or
-	// quieter during the benchmark affects them alike.
+	// The modes take turns, so that a machine that gets busier or quieter
+	// during the benchmark affects them alike.
 	for i := range f.repeat {
-		for k, pol := range benchPolicies {
-			dir := filepath.Join(out, pol.String())
-			run, err := benchOnce(ctx, &f, stderr, cfg, pol, dir)
-			if err != nil {
-				return err
-			}
-			if !keep {
-				os.RemoveAll(dir) // one output on disk at a time
-			}
-			res.Policies[k].Runs = append(res.Policies[k].Runs, run)
-			if !f.pool.quiet {
-				fmt.Fprintf(stderr, "poolrun bench: %s, run %d of %d: %s, %d builds, peak cache %s\n",
-					pol, i+1, f.repeat, roundDur(secondsDur(run.WallSeconds)), int64(run.Builds), humanBytes(int64(run.PeakBytes)))
+		for _, set := range res.Results {
+			var neverPeak int64 // never's largest worker peak in this round
+			for k, m := range f.modes {
+				budget := int64(f.budget)
+				if m.budget && budget == 0 {
+					if budget = neverPeak / 2; budget == 0 {
+						return fmt.Errorf("poolrun bench: %s: never's workers held nothing, so there is no budget to derive; give --cache-budget", benchWhere(set.Workers))
+					}
+				}
+				dir := filepath.Join(out, benchDir(set.Workers), m.name)
+				run, err := benchOnce(ctx, &f, stderr, cfg, set.Workers, m, budget, dir, res)
+				if err != nil {
+					return err
+				}
+				if !keep {
+					os.RemoveAll(dir) // one output on disk at a time
+				}
+				if m.name == "never" {
+					for _, w := range run.Workers {
+						neverPeak = max(neverPeak, w.Cache.PeakBytes)
+					}
+				}
+				set.Modes[k].Runs = append(set.Modes[k].Runs, run)
+				if !f.pool.quiet {
+					fmt.Fprintf(stderr, "poolrun bench: %s, %s, run %d of %d: %s, %d builds, peak of sum %s\n",
+						benchWhere(set.Workers), m.name, i+1, f.repeat, roundDur(secondsDur(run.WallSeconds)),
+						int64(run.Builds), humanBytes(int64(run.SummedPeakBytes)))
+				}
 			}
 		}
 	}
 	res.ChecksumsAgree = true
-	for _, bp := range res.Policies {
-		bp.summarise()
-		for _, r := range bp.Runs {
-			if res.Checksum == "" {
-				res.Checksum = r.Checksum
+	for _, set := range res.Results {
+		for _, mf := range set.Modes {
+			mf.summarise()
+			for _, r := range mf.Runs {
+				if res.Checksum == "" {
+					res.Checksum = r.Checksum
+				}
+				res.ChecksumsAgree = res.ChecksumsAgree && r.Checksum == res.Checksum
 			}
-			res.ChecksumsAgree = res.ChecksumsAgree && r.Checksum == res.Checksum
 		}
 	}
 	if !res.ChecksumsAgree {
@@ -212,72 +356,187 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		printBench(stdout, res)
 	}
 	if !res.ChecksumsAgree {
-		return errors.New("poolrun bench: the policies wrote different outputs (checksums differ)")
+		return errors.New("poolrun bench: the modes wrote different outputs (checksums differ)")
 	}
 	return nil
 }
 
-// benchOnce runs the workload of cfg once under pol, writing into dir
-// (emptied first).
-func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffold.Config, pol engine.EvictPolicy, dir string) (benchRun, error) {
+// benchWorkers returns the worker counts that --workers, -j and --serial
+// ask for; at most one of them may be given (--serial=false is not given).
+func benchWorkers(fs *flag.FlagSet, workers string, jobs int, serial bool) ([]int, error) {
+	var given []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch {
+		case fl.Name == "j":
+			given = append(given, "-j")
+		case fl.Name == "workers" || fl.Name == "serial" && serial:
+			given = append(given, "--"+fl.Name)
+		}
+	})
+	if len(given) > 1 {
+		return nil, badInputf("poolrun bench: %s: give only one of --workers, -j and --serial", strings.Join(given, " and "))
+	}
+	switch {
+	case slices.Contains(given, "-j"):
+		if jobs < 1 {
+			return nil, badInputf("poolrun bench: -j %d: need at least one worker (or --serial)", jobs)
+		}
+		return []int{jobs}, nil
+	case serial:
+		return []int{0}, nil
+	}
+	var counts []int
+	for _, s := range strings.Split(workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return nil, badInputf("poolrun bench: --workers %q: want worker counts separated by commas, such as 2,4 (0: serial)", workers)
+		}
+		if slices.Contains(counts, n) {
+			return nil, badInputf("poolrun bench: --workers %q: %d is given twice", workers, n)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
+// parseBenchModes returns the modes of a --modes list in table order; ""
+// is every mode. The budget mode needs never unless its budget is fixed.
+func parseBenchModes(list string, fixedBudget bool) ([]benchMode, error) {
+	if list == "" {
+		return benchModes, nil
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.ContainsFunc(benchModes, func(m benchMode) bool { return m.name == s }) {
+			return nil, badInputf("poolrun bench: --modes %q: unknown mode %q; want some of %s", list, s, strings.Join(benchModeNames(benchModes), ", "))
+		}
+		want[s] = true
+	}
+	if want["budget"] && !want["never"] && !fixedBudget {
+		return nil, badInputf("poolrun bench: --modes %q: budget needs never (its budget is half of never's largest worker peak), or --cache-budget SIZE", list)
+	}
+	var modes []benchMode
+	for _, m := range benchModes {
+		if want[m.name] {
+			modes = append(modes, m)
+		}
+	}
+	return modes, nil
+}
+
+func benchModeNames(modes []benchMode) []string {
+	var names []string
+	for _, m := range modes {
+		names = append(names, m.name)
+	}
+	return names
+}
+
+// benchWhere names a worker count in messages.
+func benchWhere(workers int) string {
+	if workers == 0 {
+		return "serial"
+	}
+	return fmt.Sprintf("%d workers", workers)
+}
+
+// benchDir is the folder, under --out, of a worker count's outputs.
+func benchDir(workers int) string {
+	if workers == 0 {
+		return "serial"
+	}
+	return fmt.Sprintf("j%d", workers)
+}
+
+// benchOnce runs the workload of cfg once in mode m on the given number of
+// workers (0: serial), with budget as the budget mode's budget, writing
+// into dir (emptied first). It sets the workload's job and item counts in
+// res.
+func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffold.Config, workers int, m benchMode, budget int64, dir string, res *benchResult) (benchRun, error) {
 	var run benchRun
+	where := fmt.Sprintf("poolrun bench: %s, %s", benchWhere(workers), m.name)
 	if err := os.RemoveAll(dir); err != nil {
-		return run, fmt.Errorf("poolrun bench: %w", err)
+		return run, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return run, fmt.Errorf("poolrun bench: output folder: %w", err)
+		return run, fmt.Errorf("%s: output folder: %w", where, err)
 	}
-	s := newSession(&f.pool, stderr)
-	p := engine.New(append(s.options(), engine.Evict(pol))...)
+	pf := f.pool
+	pf.jobs, pf.serial = workers, workers == 0
+	s := newSession(&pf, stderr)
+	p := engine.New(append(s.options(), m.options(budget)...)...)
 	plan, err := scaffoldjobs.Queue(p, cfg, dir)
 	if err != nil {
 		return run, err
 	}
 	defer plan.Close()
+	res.Jobs, res.Items = len(plan.Place)+len(plan.Connect), 1+len(plan.IndexItems)
 	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
-		return run, fmt.Errorf("poolrun bench: policy %s: %w", pol, runErr)
+		return run, fmt.Errorf("%s: %w", where, runErr)
 	}
 	sum, err := summarise(cfg, dir)
 	if err != nil {
-		return run, fmt.Errorf("poolrun bench: policy %s: %w", pol, err)
+		return run, fmt.Errorf("%s: %w", where, err)
 	}
 	run.Checksum = sum.Checksum
+	if m.budget {
+		run.CacheBudget = budget
+		s.mu.Lock()
+		run.BudgetExceeded = s.budget.Jobs
+		s.mu.Unlock()
+	}
 	run.WallSeconds = wall.Seconds()
 	st := p.Stats()
 	for _, w := range st.Workers {
 		run.Workers = append(run.Workers, reportWorker(w))
 		run.WorkerPeakBytes = append(run.WorkerPeakBytes, float64(w.Cache.PeakBytes))
+		run.WorkerPeakRSS = append(run.WorkerPeakRSS, float64(w.PeakRSS))
+		run.MaxPeakRSS = max(run.MaxPeakRSS, float64(w.PeakRSS))
 	}
-	tot := st.Total().Cache
-	run.Builds, run.Hits = float64(tot.Builds), float64(tot.Hits)
-	run.Evictions, run.PeakBytes = float64(tot.Evictions), float64(tot.PeakBytes)
+	tot := st.Total()
+	c := tot.Cache
+	run.Builds, run.Hits, run.Evictions = float64(c.Builds), float64(c.Hits), float64(c.Evictions)
+	run.StaleEvictions, run.BudgetEvictions = float64(tot.Evicted), float64(tot.BudgetEvicted)
+	run.PeakBytes, run.SummedPeakBytes, run.StaleByteSeconds = float64(c.PeakBytes), float64(st.PeakCacheBytes), st.StaleByteSeconds
 	return run, nil
 }
 
 // summarise sets the median, lowest and highest figures of the runs.
-func (bp *benchPolicy) summarise() {
+func (mf *benchModeFigs) summarise() {
 	field := func(get func(*benchFigures) *float64) {
 		var vs []float64
-		for i := range bp.Runs {
-			vs = append(vs, *get(&bp.Runs[i].benchFigures))
+		for i := range mf.Runs {
+			vs = append(vs, *get(&mf.Runs[i].benchFigures))
 		}
 		slices.Sort(vs)
-		*get(&bp.Median) = median(vs)
-		*get(&bp.Min) = vs[0]
-		*get(&bp.Max) = vs[len(vs)-1]
+		*get(&mf.Median) = median(vs)
+		*get(&mf.Min) = vs[0]
+		*get(&mf.Max) = vs[len(vs)-1]
 	}
-	field(func(f *benchFigures) *float64 { return &f.WallSeconds })
-	field(func(f *benchFigures) *float64 { return &f.Builds })
-	field(func(f *benchFigures) *float64 { return &f.Hits })
-	field(func(f *benchFigures) *float64 { return &f.Evictions })
-	field(func(f *benchFigures) *float64 { return &f.PeakBytes })
-	n := len(bp.Runs[0].WorkerPeakBytes)
-	for _, s := range []*benchFigures{&bp.Median, &bp.Min, &bp.Max} {
-		s.WorkerPeakBytes = make([]float64, n)
+	for _, get := range []func(*benchFigures) *float64{
+		func(f *benchFigures) *float64 { return &f.WallSeconds },
+		func(f *benchFigures) *float64 { return &f.Builds },
+		func(f *benchFigures) *float64 { return &f.Hits },
+		func(f *benchFigures) *float64 { return &f.Evictions },
+		func(f *benchFigures) *float64 { return &f.StaleEvictions },
+		func(f *benchFigures) *float64 { return &f.BudgetEvictions },
+		func(f *benchFigures) *float64 { return &f.PeakBytes },
+		func(f *benchFigures) *float64 { return &f.SummedPeakBytes },
+		func(f *benchFigures) *float64 { return &f.StaleByteSeconds },
+		func(f *benchFigures) *float64 { return &f.MaxPeakRSS },
+	} {
+		field(get)
+	}
+	// Every run has one entry per worker place: the same number.
+	n := len(mf.Runs[0].WorkerPeakBytes)
+	for _, s := range []*benchFigures{&mf.Median, &mf.Min, &mf.Max} {
+		s.WorkerPeakBytes, s.WorkerPeakRSS = make([]float64, n), make([]float64, n)
 	}
 	for w := range n {
 		field(func(f *benchFigures) *float64 { return &f.WorkerPeakBytes[w] })
+		field(func(f *benchFigures) *float64 { return &f.WorkerPeakRSS[w] })
 	}
 }
 
@@ -292,66 +551,106 @@ func median(vs []float64) float64 {
 
 func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// printBench prints the side-by-side table.
+// printBench prints the side-by-side table and the notes under it.
 func printBench(w io.Writer, res *benchResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := []string{"policy", "wall", "builds", "hits", "evictions"}
-	nw := len(res.Policies[0].Median.WorkerPeakBytes)
-	for i := range nw {
-		cols = append(cols, fmt.Sprintf("peak w%d", i+1))
+	fmt.Fprintln(tw, "workers\tmode\twall\tbuilds\tsum of peaks\tpeak of sum\tstale MiB·s\tmax RSS\tchecksum\t")
+	bytes := func(get func(*benchFigures) float64) func(*benchFigures) string {
+		return func(f *benchFigures) string { return humanBytes(int64(get(f))) }
 	}
-	cols = append(cols, "peak total", "checksum")
-	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
-	for _, bp := range res.Policies {
-		wall := func(f *benchFigures) string { return roundDur(secondsDur(f.WallSeconds)) }
-		count := func(f *benchFigures) string { return trimFloat(f.Builds) }
-		row := []string{
-			bp.Policy,
-			spread(bp, func(f *benchFigures) float64 { return f.WallSeconds }, wall),
-			spread(bp, func(f *benchFigures) float64 { return f.Builds }, count),
-			spread(bp, func(f *benchFigures) float64 { return f.Hits }, func(f *benchFigures) string { return trimFloat(f.Hits) }),
-			spread(bp, func(f *benchFigures) float64 { return f.Evictions }, func(f *benchFigures) string { return trimFloat(f.Evictions) }),
+	for _, set := range res.Results {
+		workers := strconv.Itoa(set.Workers)
+		if set.Workers == 0 {
+			workers = "serial"
 		}
-		for i := range nw {
-			row = append(row, spread(bp, func(f *benchFigures) float64 { return f.WorkerPeakBytes[i] },
-				func(f *benchFigures) string { return humanBytes(int64(f.WorkerPeakBytes[i])) }))
+		for _, mf := range set.Modes {
+			wall := func(f *benchFigures) float64 { return f.WallSeconds }
+			builds := func(f *benchFigures) float64 { return f.Builds }
+			sumPeaks := func(f *benchFigures) float64 { return f.PeakBytes }
+			peakSum := func(f *benchFigures) float64 { return f.SummedPeakBytes }
+			stale := func(f *benchFigures) float64 { return f.StaleByteSeconds }
+			rssMax := func(f *benchFigures) float64 { return f.MaxPeakRSS }
+			row := []string{
+				workers,
+				mf.Mode,
+				spread(mf, wall, func(f *benchFigures) string { return roundDur(secondsDur(f.WallSeconds)) }),
+				spread(mf, builds, func(f *benchFigures) string { return trimFloat(f.Builds) }),
+				spread(mf, sumPeaks, bytes(sumPeaks)),
+				spread(mf, peakSum, bytes(peakSum)),
+				spread(mf, stale, func(f *benchFigures) string { return mibSeconds(f.StaleByteSeconds) }),
+				spread(mf, rssMax, func(f *benchFigures) string { return rss(int64(f.MaxPeakRSS)) }),
+			}
+			sums := map[string]bool{}
+			for _, r := range mf.Runs {
+				sums[r.Checksum] = true
+			}
+			check := mf.Runs[0].Checksum
+			if len(sums) > 1 {
+				check = "runs differ"
+			}
+			row = append(row, check)
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
-		row = append(row, spread(bp, func(f *benchFigures) float64 { return f.PeakBytes },
-			func(f *benchFigures) string { return humanBytes(int64(f.PeakBytes)) }))
-		sums := map[string]bool{}
-		for _, r := range bp.Runs {
-			sums[r.Checksum] = true
-		}
-		check := bp.Runs[0].Checksum
-		if len(sums) > 1 {
-			check = "runs differ"
-		}
-		row = append(row, check)
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
-	workers := fmt.Sprintf("%d workers", res.Workers)
-	if res.Workers == 0 {
-		workers = "serial"
-	}
-	runs := "1 run per policy"
+	runs := "1 run per mode"
 	if res.Repeat > 1 {
-		runs = fmt.Sprintf("medians of %d runs per policy (lowest–highest)", res.Repeat)
+		runs = fmt.Sprintf("medians of %d runs per mode (lowest–highest)", res.Repeat)
 	}
-	fmt.Fprintf(w, "%s workload at scale %g, %s; %s\n", res.Config, res.Scale, workers, runs)
+	fmt.Fprintf(w, "%s workload at scale %g: %d jobs, %d cache items; %s\n", res.Config, res.Scale, res.Jobs, res.Items, runs)
+	if budgets := benchBudgets(res); budgets != "" {
+		fmt.Fprintln(w, budgets)
+	}
 	if res.ChecksumsAgree {
-		fmt.Fprintf(w, "checksums agree: %s (the output is the same under every policy)\n", res.Checksum)
+		fmt.Fprintf(w, "checksums agree: %s (the output is the same in every mode at every worker count)\n", res.Checksum)
 	} else {
-		fmt.Fprintln(w, "checksums DIFFER: the policies wrote different outputs")
+		fmt.Fprintln(w, "checksums DIFFER: the modes wrote different outputs")
 	}
+}
+
+// benchBudgets says what budget the budget mode had at each worker count,
+// and how often a job's own items exceeded it; "" if it did not run.
+func benchBudgets(res *benchResult) string {
+	var parts []string
+	half := false
+	for _, set := range res.Results {
+		for _, mf := range set.Modes {
+			if mf.Mode != "budget" {
+				continue
+			}
+			half = mf.BudgetOfNever
+			lo, hi := int64(math.MaxInt64), int64(0)
+			exceeded := 0
+			for _, r := range mf.Runs {
+				lo, hi = min(lo, r.CacheBudget), max(hi, r.CacheBudget)
+				exceeded += r.BudgetExceeded
+			}
+			s := humanBytes(lo)
+			if hi != lo {
+				s += "–" + humanBytes(hi)
+			}
+			s += " per worker at " + benchWhere(set.Workers)
+			if exceeded > 0 {
+				s += fmt.Sprintf(" (exceeded by the own items of %d jobs)", exceeded)
+			}
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	if half {
+		return "budget (half of never's largest worker peak): " + strings.Join(parts, ", ")
+	}
+	return "budget: " + strings.Join(parts, ", ")
 }
 
 // spread shows a figure's median, and its lowest and highest runs when they
 // differ.
-func spread(bp *benchPolicy, get func(*benchFigures) float64, show func(*benchFigures) string) string {
-	s := show(&bp.Median)
-	if get(&bp.Min) != get(&bp.Max) {
-		s += fmt.Sprintf(" (%s–%s)", show(&bp.Min), show(&bp.Max))
+func spread(mf *benchModeFigs, get func(*benchFigures) float64, show func(*benchFigures) string) string {
+	s := show(&mf.Median)
+	if get(&mf.Min) != get(&mf.Max) {
+		s += fmt.Sprintf(" (%s–%s)", show(&mf.Min), show(&mf.Max))
 	}
 	return s
 }

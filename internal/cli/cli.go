@@ -62,7 +62,7 @@ Usage:
   poolrun scaffold [flags]      build a scaffold of cells and connections
   poolrun run [flags] FILE      run a YAML workflow of shell commands
   poolrun inspect PID           print the window of a running pool
-  poolrun bench [flags]         the scaffold workload under each eviction policy, side by side
+  poolrun bench [flags]         the scaffold workload in each way of holding items, side by side
   poolrun help [COMMAND]        help on a command
 
 Run "poolrun help COMMAND" (or "poolrun COMMAND --help") for its flags and an

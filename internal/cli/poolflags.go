@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -28,11 +29,22 @@ type poolFlags struct {
 	capacity int
 	quiet    bool
 	report   string
+	cache    cacheFlags
 }
 
+// register registers the flags of a command that runs one pool: -j,
+// --serial, the common ones and the cache flags.
 func (f *poolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), "number of worker `processes`")
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers)")
+	f.registerCommon(fs)
+	f.cache.register(fs)
+}
+
+// registerCommon registers the flags that every command running pools
+// takes. poolrun bench takes only these, and sets the worker counts and the
+// cache options itself, per run.
+func (f *poolFlags) registerCommon(fs *flag.FlagSet) {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed job: start no other job")
 	fs.IntVar(&f.capacity, "capacity", 1000, "`slots` of the window of required items (more items than slots: workers keep everything)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
@@ -43,6 +55,11 @@ func (f *poolFlags) check() error {
 	if f.jobs < 1 {
 		return badInputf("poolrun: -j %d: need at least one worker (or --serial)", f.jobs)
 	}
+	return f.checkCommon()
+}
+
+// checkCommon checks the flags that registerCommon registers.
+func (f *poolFlags) checkCommon() error {
 	if f.capacity < 1 {
 		return badInputf("poolrun: --capacity %d: need at least one slot", f.capacity)
 	}
@@ -62,8 +79,19 @@ type session struct {
 	stderr io.Writer
 	prog   *progress
 
-	mu   sync.Mutex
-	jobs map[int]*jobRecord
+	mu     sync.Mutex
+	jobs   map[int]*jobRecord
+	budget budgetExceeded
+}
+
+// budgetExceeded sums the BudgetExceeded events of a pool.
+type budgetExceeded struct {
+	Jobs int `json:"jobs"` // jobs whose own items took their worker past the budget
+	// MaxBytes is the most a worker's cache held when it was past the
+	// budget; Worker and JobID say where and when.
+	MaxBytes int64 `json:"max_bytes"`
+	Worker   int   `json:"worker"`
+	JobID    int   `json:"job"`
 }
 
 // jobRecord is what the report says of one job, gathered from events.
@@ -95,7 +123,7 @@ func (s *session) options() []engine.Option {
 	if s.flags.failFast {
 		opts = append(opts, engine.FailFast())
 	}
-	return opts
+	return append(opts, s.flags.cache.options()...)
 }
 
 func (s *session) event(e engine.Event) {
@@ -122,6 +150,11 @@ func (s *session) event(e engine.Event) {
 				r.Error = e.Err.Error()
 			}
 		}
+	case engine.BudgetExceeded:
+		s.budget.Jobs++
+		if e.CacheBytes > s.budget.MaxBytes {
+			s.budget.MaxBytes, s.budget.Worker, s.budget.JobID = e.CacheBytes, e.Worker, e.JobID
+		}
 	}
 	s.mu.Unlock()
 	if s.prog != nil {
@@ -147,10 +180,17 @@ func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error
 // report is the JSON report.
 type report struct {
 	Command string         `json:"command"`
+	Options poolSettings   `json:"options"`
 	Workers []workerReport `json:"workers"`
 	Jobs    []*jobRecord   `json:"jobs"`
 	Totals  totals         `json:"totals"`
 	Extra   any            `json:"result,omitempty"`
+}
+
+// poolSettings are the options a pool ran with, as a report states them.
+type poolSettings struct {
+	Workers int `json:"workers"` // 0: serial
+	cacheSettings
 }
 
 type workerReport struct {
@@ -159,9 +199,14 @@ type workerReport struct {
 	Jobs     int `json:"jobs"`
 	Restarts int `json:"restarts"`
 	// StaleEvictions counts the items evicted while the pool ran, by its
-	// policy; cache.evictions also counts the clear at the end.
-	StaleEvictions uint64      `json:"stale_evictions"`
-	Cache          cacheReport `json:"cache"`
+	// policy; BudgetEvictions those evicted to stay within the cache
+	// budget; cache.evictions counts both and the clear at the end.
+	StaleEvictions  uint64 `json:"stale_evictions"`
+	BudgetEvictions uint64 `json:"budget_evictions"`
+	// PeakRSS is the largest peak resident memory of the place's
+	// processes (VmHWM; 0 where unknown; in serial mode this process's).
+	PeakRSS int64       `json:"peak_rss_bytes"`
+	Cache   cacheReport `json:"cache"`
 }
 
 // cacheReport is cachepool.Stats as the report spells it.
@@ -177,7 +222,8 @@ type cacheReport struct {
 
 // reportWorker is one worker's entry of a report.
 func reportWorker(w engine.WorkerStats) workerReport {
-	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts, StaleEvictions: w.Evicted, Cache: cacheOf(w.Cache)}
+	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts,
+		StaleEvictions: w.Evicted, BudgetEvictions: w.BudgetEvicted, PeakRSS: w.PeakRSS, Cache: cacheOf(w.Cache)}
 }
 
 func cacheOf(s cachepool.Stats) cacheReport {
@@ -192,21 +238,37 @@ type totals struct {
 	Builds      uint64         `json:"builds"`
 	Hits        uint64         `json:"hits"`
 	Evictions   uint64         `json:"evictions"`
-	// StaleEvictions: the workers' evictions while the pool ran.
-	StaleEvictions uint64 `json:"stale_evictions"`
-	PeakBytes      int64  `json:"peak_cache_bytes"`
-	Publishes      uint64 `json:"window_publishes"`
+	// StaleEvictions: the workers' evictions while the pool ran, by the
+	// policy; BudgetEvictions: those to stay within the cache budget.
+	StaleEvictions  uint64 `json:"stale_evictions"`
+	BudgetEvictions uint64 `json:"budget_evictions"`
+	// PeakBytes is the sum of the workers' own cache peaks (what they
+	// would hold if their peaks coincided); SummedPeakBytes is the peak
+	// over time of what they held together (what the host needed).
+	PeakBytes       int64 `json:"peak_cache_bytes"`
+	SummedPeakBytes int64 `json:"summed_peak_bytes"`
+	// StaleByteSeconds is the integral over time of the bytes held in
+	// items that no unfinished job needed.
+	StaleByteSeconds float64 `json:"stale_byte_seconds"`
+	// PeakRSS sums the workers' peak resident memory.
+	PeakRSS int64 `json:"peak_rss_bytes"`
+	// BudgetExceeded sums the jobs whose own items took their worker's
+	// cache past the budget.
+	BudgetExceeded budgetExceeded `json:"budget_exceeded"`
+	Publishes      uint64         `json:"window_publishes"`
 }
 
 func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
-	r := &report{Command: command, Extra: extra}
+	r := &report{Command: command, Extra: extra,
+		Options: poolSettings{Workers: s.flags.workers(), cacheSettings: s.flags.cache.settings()}}
 	s.mu.Lock()
 	for _, j := range s.jobs {
 		r.Jobs = append(r.Jobs, j)
 	}
+	r.Totals.BudgetExceeded = s.budget
 	s.mu.Unlock()
 	sort.Slice(r.Jobs, func(a, b int) bool { return r.Jobs[a].ID < r.Jobs[b].ID })
-	r.Totals = totals{Jobs: len(r.Jobs), ByStatus: map[string]int{}, WallSeconds: wall.Seconds(), Publishes: st.Publishes}
+	r.Totals.Jobs, r.Totals.ByStatus, r.Totals.WallSeconds, r.Totals.Publishes = len(r.Jobs), map[string]int{}, wall.Seconds(), st.Publishes
 	for i, n := range st.Counts {
 		if n > 0 {
 			r.Totals.ByStatus[engine.Status(i).String()] = n
@@ -217,8 +279,9 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 	}
 	tot := st.Total()
 	c := tot.Cache
-	r.Totals.StaleEvictions = tot.Evicted
+	r.Totals.StaleEvictions, r.Totals.BudgetEvictions = tot.Evicted, tot.BudgetEvicted
 	r.Totals.Builds, r.Totals.Hits, r.Totals.Evictions, r.Totals.PeakBytes = c.Builds, c.Hits, c.Evictions, c.PeakBytes
+	r.Totals.SummedPeakBytes, r.Totals.StaleByteSeconds, r.Totals.PeakRSS = st.PeakCacheBytes, st.StaleByteSeconds, tot.PeakRSS
 	return r
 }
 
@@ -253,18 +316,18 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// printTable prints the per-worker summary.
+// printTable prints the per-worker summary and the pool's cache figures.
 func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tbuild time\t")
+	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tpeak RSS\tbuild time\t")
 	for _, ws := range st.Workers {
 		c := ws.Cache
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(ws.PeakRSS), roundDur(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
 		tot := st.Total()
 		c := tot.Cache
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t\n", tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(tot.PeakRSS), roundDur(c.BuildTime))
 	}
 	tw.Flush()
 	var parts []string
@@ -274,6 +337,39 @@ func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 		}
 	}
 	fmt.Fprintf(w, "jobs: %s; wall time %s; window published %d times\n", strings.Join(parts, ", "), roundDur(wall), st.Publishes)
+	tot := st.Total()
+	line := fmt.Sprintf("cache: the workers held at most %s at once (their peaks sum to %s); stale items held %s MiB·s",
+		humanBytes(st.PeakCacheBytes), humanBytes(tot.Cache.PeakBytes), mibSeconds(st.StaleByteSeconds))
+	if tot.BudgetEvicted > 0 {
+		line += fmt.Sprintf("; %d evicted to stay within the budget", tot.BudgetEvicted)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// rss shows a peak RSS, "-" where it is unknown.
+func rss(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return humanBytes(n)
+}
+
+// mibSeconds shows byte-seconds as MiB·s, with two significant digits
+// below 10.
+func mibSeconds(bs float64) string {
+	v := bs / (1 << 20)
+	switch {
+	case v == 0:
+		return "0"
+	case v < 0.01:
+		return "<0.01"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
 }
 
 func roundDur(d time.Duration) string {
@@ -309,6 +405,13 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 	st := p.Stats()
 	if !s.flags.quiet {
 		printTable(stdout, st, wall)
+		s.mu.Lock()
+		b := s.budget
+		s.mu.Unlock()
+		if b.Jobs > 0 {
+			fmt.Fprintf(s.stderr, "poolrun: the items of %d job(s) alone took their worker's cache past --cache-budget %s (at most %s: job %d on worker %d)\n",
+				b.Jobs, humanBytes(int64(s.flags.cache.budget)), humanBytes(b.MaxBytes), b.JobID, b.Worker)
+		}
 	}
 	if s.flags.report != "" {
 		if err := writeReport(s.flags.report, s.makeReport(command, st, wall, extra)); err != nil {
