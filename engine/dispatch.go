@@ -354,6 +354,9 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	pl.jobs++
 	pl.evicted += uint64(rep.evicted)
 	pl.budgetEvicted += uint64(rep.budgetEvicted)
+	// What the workers held together when the job returned, before its
+	// worker's policy cleared anything.
+	s.peakSum = max(s.peakSum, s.cacheSum-pl.cur.Bytes+rep.held)
 	pl.cur = rep.stats
 	if rep.residentSent {
 		pl.setResident(rep.resident)

@@ -57,7 +57,8 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	rep.elapsed = time.Since(rep.start)
 	r.cur = nil
 	rep.budgetEvicted = int(r.budgetEvicted.Swap(0))
-	if r.budget > 0 && r.cache.Stats().Bytes > r.budget {
+	rep.held = r.cache.Stats().Bytes
+	if r.budget > 0 && rep.held > r.budget {
 		rep.overBudget = true
 	}
 	rep.evicted += r.afterJob()

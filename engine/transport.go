@@ -127,6 +127,9 @@ type reply struct {
 	// budget; overBudget says that the job's own items exceeded it.
 	budgetEvicted int
 	overBudget    bool
+	// held is what the cache held when the job returned, before the
+	// policy's clear (EvictEachJob), so that the parent sees that peak.
+	held int64
 	// resident is the worker's resident set after the job, sent when it
 	// changed since the last report (residentSent).
 	residentSent bool

@@ -132,6 +132,7 @@ func (e *enc) done(r *reply) {
 	e.uint(uint64(r.evicted))
 	e.uint(uint64(r.budgetEvicted))
 	e.bool(r.overBudget)
+	e.int(r.held)
 	e.stats(r.stats)
 	e.resident(r.residentSent, r.resident)
 	e.end(at)
@@ -352,6 +353,7 @@ func (d *dec) done() (*reply, error) {
 	r.evicted = int(d.uint())
 	r.budgetEvicted = int(d.uint())
 	r.overBudget = d.bool()
+	r.held = d.int()
 	r.stats = d.stats()
 	r.residentSent, r.resident = d.resident()
 	return r, d.err

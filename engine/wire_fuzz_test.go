@@ -78,7 +78,7 @@ func FuzzFrameRoundTrip(f *testing.F) {
 			tk.order = []uint64{hits}
 		}
 		rp := reply{id: id, outcome: outcome, start: time.Unix(0, start), elapsed: time.Duration(elapsed),
-			payload: payload, stack: stack, evicted: evicted, budgetEvicted: evicted / 2, overBudget: evicted%2 == 1,
+			payload: payload, stack: stack, evicted: evicted, budgetEvicted: evicted / 2, overBudget: evicted%2 == 1, held: size,
 			stats: cachepool.Stats{Hits: hits, Builds: gen, Resident: evicted, Bytes: size, PeakBytes: -size, BuildTime: time.Duration(start)}}
 		if outcome%2 == 1 {
 			rp.residentSent = true
