@@ -54,6 +54,7 @@ type runner struct {
 	// counts the bytes evicted since it was last handed back.
 	returnMemory bool
 	freed        int64
+	lastBytes    int64 // what the cache held when last looked at
 
 	version  uint64 // the cache's version at the last report of the resident set
 	reported bool
@@ -90,15 +91,18 @@ func (r *runner) sync(gen uint64) (int, error) {
 	return r.evicted(func() int { return len(r.cache.EvictGen(r.snap.Gen, r.snap.Contains)) }), nil
 }
 
-// evicted runs an eviction, notes the bytes it freed, and hands the memory
-// back to the system past freeThreshold. It returns evict's result.
+// evicted runs an eviction, notes the bytes it freed (against what the
+// cache held when last looked at), and hands the memory back to the system
+// past freeThreshold. It returns evict's result. When nothing is evicted it
+// costs only evict's own time.
 func (r *runner) evicted(evict func() int) int {
-	before := r.cache.Stats().Bytes
 	n := evict()
 	if n == 0 {
 		return 0
 	}
-	r.freed += before - r.cache.Stats().Bytes
+	now := r.cache.Stats().Bytes
+	r.freed += max(0, r.lastBytes-now)
+	r.lastBytes = now
 	if r.returnMemory && r.freed >= freeThreshold {
 		r.freed = 0
 		debug.FreeOSMemory()

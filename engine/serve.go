@@ -58,6 +58,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	r.cur = nil
 	rep.budgetEvicted = int(r.budgetEvicted.Swap(0))
 	rep.held = r.cache.Stats().Bytes
+	r.lastBytes = rep.held
 	if r.budget > 0 && rep.held > r.budget {
 		rep.overBudget = true
 	}
