@@ -56,6 +56,11 @@ type runner struct {
 	freed        int64
 	lastBytes    int64 // what the cache held when last looked at
 
+	// idle tells the idle evictor that the serve loop waits for a task;
+	// busy is set while it does not.
+	idle chan struct{}
+	busy atomic.Bool
+
 	version  uint64 // the cache's version at the last report of the resident set
 	reported bool
 	items    []cachepool.Resident
@@ -179,36 +184,45 @@ func (r *runner) resident() []residentItem {
 
 // idleEvict follows the window while the worker waits for a job: when the
 // generation moves, it evicts what the window no longer lists and reports
-// the new state to the parent. It returns when stop is closed.
+// the new state to the parent. It sleeps on the window only while the
+// worker is idle (the serve loop sends on r.idle when it starts to wait);
+// while a job runs it waits on that channel instead, holding no thread in
+// a system call. It returns when stop is closed.
 func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
-	var gen uint64
 	for {
 		select {
 		case <-stop:
 			return
-		default:
+		case <-r.idle:
 		}
-		next := r.win.WaitChange(gen, time.Now().Add(idlePoll))
-		if next == gen {
-			continue
-		}
-		gen = next
-		// A running job holds mu; the eviction then waits for its end and
-		// takes the newest window. That is safe at any time: a worker's
-		// window lists the items of every job sent to it until it ends.
-		r.mu.Lock()
-		n := 0
-		if r.have && r.win.Gen() != r.snap.Gen {
-			n, _ = r.sync(0)
-		}
-		var st *workerState
-		if n > 0 {
-			st = &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
-			r.version, r.reported = r.cache.Version(), true
-		}
-		r.mu.Unlock()
-		if st != nil && wc.state(st) != nil {
-			return
+		gen := uint64(0) // look at once: the window may have moved during the job
+		for !r.busy.Load() {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			next := r.win.WaitChange(gen, time.Now().Add(idlePoll))
+			if next == gen {
+				continue
+			}
+			gen = next
+			if !r.mu.TryLock() {
+				break // a job has started: it syncs itself
+			}
+			n := 0
+			if r.have && r.win.Gen() != r.snap.Gen {
+				n, _ = r.sync(0)
+			}
+			var st *workerState
+			if n > 0 {
+				st = &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
+				r.version, r.reported = r.cache.Version(), true
+			}
+			r.mu.Unlock()
+			if st != nil && wc.state(st) != nil {
+				return
+			}
 		}
 	}
 }
