@@ -56,7 +56,7 @@ var sizes = struct {
 	scale:         0.5,
 	inFlight:      16,
 
-	cerebellumScale: 0.5,
+	cerebellumScale: 0.25,
 }
 
 // policies are the engine's eviction policies, in the order of the tables.
