@@ -39,6 +39,11 @@ var (
 	// a [*PanicError]. It is [cachepool.ErrPanic], which a panic in an
 	// item's build also matches, so one test covers every recovered panic.
 	ErrPanic = cachepool.ErrPanic
+
+	// ErrTooLarge is wrapped by the error of a job whose argument or result
+	// encodes to more bytes than the pool's limit ([MaxValueSize]); the
+	// message gives both sizes. Such a job fails; the pool goes on.
+	ErrTooLarge = errors.New("value too large")
 )
 
 // Errors of the package's own machinery, never returned as they are.

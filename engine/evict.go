@@ -42,6 +42,8 @@ type runner struct {
 	snap   shm.Snapshot
 	have   bool // snap is valid
 
+	// maxValue bounds an encoded result (MaxValueSize).
+	maxValue int
 	// budget is the cache budget (0: none); cur is the task at hand, read
 	// by the build hook while the job runs; budgetEvicted counts the
 	// hook's evictions for the task.

@@ -179,7 +179,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 		opt(&o)
 	}
 	j := &job{pool: p, fn: fn.e, labels: o.labels, done: make(chan struct{})}
-	j.arg, j.argErr = encodeValue(arg)
+	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)
 	}

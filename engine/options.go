@@ -37,6 +37,7 @@ type config struct {
 	budget       int64
 	memLimit     int64
 	idleEvict    bool
+	maxValue     int
 	// transport, when set, makes the pool's transport instead of the pipe
 	// transport, and says how many workers to start (others may join).
 	transport func(capacity int, params workerParams, out chan<- msg) (tr transport, start int)
@@ -49,6 +50,7 @@ func defaultConfig() config {
 		startTimeout: defaultStartTimeout,
 		affinity:     true,
 		idleEvict:    true,
+		maxValue:     DefaultMaxValueSize,
 	}
 }
 
@@ -140,7 +142,7 @@ func Affinity(on bool) Option { return func(c *config) { c.affinity = on } }
 // workerParams are the parameters the pool's workers learn in the
 // handshake.
 func (c *config) workerParams() workerParams {
-	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict}
+	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict, maxValue: int64(c.maxValue)}
 }
 
 // CacheBudget caps the bytes a worker's cache holds (as the items' Size
@@ -178,3 +180,23 @@ func WorkerMemoryLimit(bytes int64) Option {
 // within about a millisecond, instead of at its next job or at the end of
 // the pool. It applies with EvictStale and EvictPoolWide.
 func IdleEviction(on bool) Option { return func(c *config) { c.idleEvict = on } }
+
+// DefaultMaxValueSize is the default of [MaxValueSize]: 64 MiB.
+const DefaultMaxValueSize = 64 << 20
+
+// maxValueLimit is the largest MaxValueSize: a frame carries one value and
+// a little more, and may not exceed maxFrame.
+const maxValueLimit = maxFrame - 1<<20
+
+// MaxValueSize bounds the encoded size of a job's argument and of its
+// result (default [DefaultMaxValueSize]). A job whose argument encodes to
+// more is Failed when it would run, and one whose result does is Failed
+// when it returns, with an error wrapping [ErrTooLarge] that gives both
+// sizes; the pool goes on. n must be from 1 byte to 1023 MiB, else
+// MaxValueSize panics.
+func MaxValueSize(n int) Option {
+	if n < 1 || n > maxValueLimit {
+		panic(fmt.Sprintf("engine: MaxValueSize(%d): want 1 to %d bytes", n, maxValueLimit))
+	}
+	return func(c *config) { c.maxValue = n }
+}

@@ -49,7 +49,7 @@ func TestRunnerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer win.Close()
-			r := &runner{win: shmView{win}, cache: cachepool.New(), policy: tc.policy}
+			r := &runner{win: shmView{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64
@@ -63,7 +63,7 @@ func TestRunnerPolicy(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				arg, err := encodeValue(s.needs)
+				arg, err := encodeValue(s.needs, DefaultMaxValueSize)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,8 +14,9 @@ type funcEntry struct {
 	name  string
 	items []cachepool.Handle
 	keys  []uint64 // of items, sorted, deduplicated
-	// call decodes an argument, runs the function and encodes its result.
-	call func(ctx context.Context, arg []byte) ([]byte, error)
+	// call decodes an argument, runs the function and encodes its result,
+	// of at most limit bytes.
+	call func(ctx context.Context, arg []byte, limit int) ([]byte, error)
 }
 
 // registry holds every registered function by name. It is written at package
@@ -69,7 +70,7 @@ func Register[A, R any](name string, fn func(ctx context.Context, arg A) (R, err
 		o(e)
 	}
 	e.keys = handleKeys(e.items)
-	e.call = func(ctx context.Context, argData []byte) ([]byte, error) {
+	e.call = func(ctx context.Context, argData []byte, limit int) ([]byte, error) {
 		var arg A
 		if err := decodeValue(argData, &arg); err != nil {
 			return nil, fmt.Errorf("decoding the argument (%T): %w", arg, err)
@@ -78,7 +79,7 @@ func Register[A, R any](name string, fn func(ctx context.Context, arg A) (R, err
 		if err != nil {
 			return nil, err
 		}
-		out, err := encodeValue(res)
+		out, err := encodeValue(res, limit)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the result (%T): %w", res, err)
 		}

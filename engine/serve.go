@@ -41,7 +41,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		rep.outcome = outcomeError
 		rep.payload = []byte(fmt.Sprintf("function %q is not registered in the worker process (register it in a package-level var, and call engine.Init first in main)", t.fn))
 	} else {
-		res, panicked, err := call(ctx, fn, t.arg, r.cache)
+		res, panicked, err := call(ctx, fn, t.arg, r.cache, r.maxValue)
 		switch {
 		case panicked != nil:
 			rep.outcome = outcomePanic
@@ -70,13 +70,13 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 
 // call runs fn on arg with the worker's cache; a panic comes back as a
 // *PanicError with the stack.
-func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache) (res []byte, p *PanicError, err error) {
+func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache, limit int) (res []byte, p *PanicError, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &PanicError{Op: "job", Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
-	res, err = fn.call(cachepool.WithCache(ctx, cache), arg)
+	res, err = fn.call(cachepool.WithCache(ctx, cache), arg, limit)
 	return res, nil, err
 }
 
@@ -89,7 +89,7 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 // idle is set while serve waits for the parent with nothing to do, so that
 // a signal handler may end the process at once.
 func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.Cache, params workerParams, process bool, idle *atomic.Bool) error {
-	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, returnMemory: process}
+	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: process}
 	if params.budget > 0 {
 		cache.SetBeforeBuild(r.beforeBuild)
 		defer cache.SetBeforeBuild(nil)

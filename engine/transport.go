@@ -62,6 +62,7 @@ type workerParams struct {
 	budget   int64 // cache bytes, see CacheBudget; 0: none
 	memLimit int64 // the Go runtime's soft memory limit; 0: unchanged
 	idle     bool  // follow the window while waiting for a job
+	maxValue int64 // the largest encoded result, see MaxValueSize
 }
 
 // residentItem is an item a worker holds, with its size (as its Size

@@ -78,6 +78,7 @@ func (e *enc) hello(index int, wp workerParams) {
 	e.int(wp.budget)
 	e.int(wp.memLimit)
 	e.bool(wp.idle)
+	e.int(wp.maxValue)
 	e.end(at)
 }
 
@@ -257,7 +258,7 @@ func (d *dec) hello() (uint64, workerParams, error) {
 		return 0, wp, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
 	}
 	n, pol := d.uint(), d.uint()
-	wp.budget, wp.memLimit, wp.idle = d.int(), d.int(), d.bool()
+	wp.budget, wp.memLimit, wp.idle, wp.maxValue = d.int(), d.int(), d.bool(), d.int()
 	if d.err != nil {
 		return 0, wp, d.err
 	}
