@@ -19,7 +19,9 @@ import (
 
 func main() {
 	engine.Init() // in a worker process: serve jobs, then exit
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal went away) ends a run as SIGINT and SIGTERM do:
+	// workers stopped, scratch removed, the report written, status 130.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	code := cli.ExitCode(err)

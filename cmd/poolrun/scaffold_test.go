@@ -101,7 +101,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("poolrun %v: the help has no example", args)
 		}
 	}
-	for _, args := range [][]string{{"frobnicate"}, {"scaffold", "--no-such-flag"}, {"-j", "0"}, {"scaffold", "--scale", "-1"}, {"inspect"}, {"inspect", "notapid"}} {
+	for _, args := range [][]string{{"frobnicate"}, {"scaffold", "--no-such-flag"}, {"-j", "-1"}, {"scaffold", "--scale", "-1"}, {"inspect"}, {"inspect", "notapid"}} {
 		if r := poolrun(t, dir, args...); r.code != 2 {
 			t.Errorf("poolrun %v: exit %d, want 2\n%s", args, r.code, r.stderr)
 		}

@@ -35,8 +35,8 @@ type poolFlags struct {
 // register registers the flags of a command that runs one pool: -j,
 // --serial, the common ones and the cache flags.
 func (f *poolFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), "number of worker `processes`")
-	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers)")
+	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), "number of worker `processes`, at most the number of jobs (0: as --serial)")
+	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
 	f.registerCommon(fs)
 	f.cache.register(fs)
 }
@@ -46,26 +46,43 @@ func (f *poolFlags) register(fs *flag.FlagSet) {
 // cache options itself, per run.
 func (f *poolFlags) registerCommon(fs *flag.FlagSet) {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed job: start no other job")
-	fs.IntVar(&f.capacity, "capacity", 1000, "`slots` of the window of required items (more items than slots: workers keep everything)")
+	fs.IntVar(&f.capacity, "capacity", 1000, fmt.Sprintf("`slots` of the window of required items, 1 to %d (more items than slots: workers keep everything)", maxCapacity))
 	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of every job and worker to `FILE`")
 }
 
+// maxCapacity is the most slots a window may have: the maximum of package
+// shm (its maxCapacity), which refuses larger windows when the pool starts.
+const maxCapacity = 1 << 24
+
+// check checks the flags that register registers. -j 0 means serial, as
+// --serial does, so the two together agree.
 func (f *poolFlags) check() error {
-	if f.jobs < 1 {
-		return badInputf("poolrun: -j %d: need at least one worker (or --serial)", f.jobs)
+	if f.jobs < 0 {
+		return badInputf("poolrun: -j %d: want a number of workers of at least 1 (or 0: serial, as --serial)", f.jobs)
 	}
 	return f.checkCommon()
 }
 
 // checkCommon checks the flags that registerCommon registers.
 func (f *poolFlags) checkCommon() error {
-	if f.capacity < 1 {
-		return badInputf("poolrun: --capacity %d: need at least one slot", f.capacity)
+	if f.capacity < 1 || f.capacity > maxCapacity {
+		return badInputf("poolrun: --capacity %d: want a number of slots from 1 to %d", f.capacity, maxCapacity)
 	}
 	return nil
 }
 
+// capWorkers lowers -j to n, the number of jobs queued before the pool
+// starts, so that no worker starts only to wait idle. n < 1 changes
+// nothing.
+func (f *poolFlags) capWorkers(n int) {
+	if n >= 1 && f.jobs > n {
+		f.jobs = n
+	}
+}
+
+// workers is the number of worker processes: 0 for serial (--serial or
+// -j 0).
 func (f *poolFlags) workers() int {
 	if f.serial {
 		return 0

@@ -43,8 +43,13 @@ id, an unknown dependency or item, a dependency cycle, a bad foreach or a
 YAML error is reported as FILE:LINE: what is wrong (exit status 2). A
 command that exits non-zero fails its job (exit status 1 at the end), with
 its exit status and the last lines of its standard error in the messages
-and the report; the other jobs go on unless --fail-fast. Commands inherit
-poolrun's environment and working folder, plus $POOLRUN_JOB (the job id).
+and the report; a job whose worker died is Aborted, and named the same way.
+The other jobs go on unless --fail-fast. Commands inherit poolrun's
+environment and working folder, plus $POOLRUN_JOB (the job id).
+
+A workflow file larger than 16 MiB (workflow.MaxFileSize) is refused (exit
+status 2). -j is capped at the number of jobs of the workflow: no worker
+starts only to wait.
 
 Example:
   poolrun run -j 4 --report report.json examples/pipeline.yaml
@@ -71,6 +76,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
+	f.capWorkers(len(wf.Jobs))
 	// Scratch folders of runs that were killed: their artefacts are of no use.
 	execflow.SweepScratch("")
 
@@ -97,15 +103,28 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // printFailures prints, for each failed job, its command's exit status and
-// the end of its standard error.
+// the end of its standard error, and for each Aborted job why its worker
+// died; either way the line names the job id and where it comes from.
 func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.Job[execflow.Result]) {
 	for _, j := range wf.Jobs {
 		job := jobs[j.ID]
-		if job == nil || (job.Status() != engine.Failed && job.Status() != engine.Aborted) {
+		if job == nil {
+			continue
+		}
+		st := job.Status()
+		if st != engine.Failed && st != engine.Aborted {
 			continue
 		}
 		_, err := job.Result()
-		fmt.Fprintf(w, "poolrun: %s\n", indent(err.Error()))
+		msg := err.Error()
+		if st == engine.Aborted {
+			msg = "aborted: " + msg
+		}
+		// A command's error names its job already: job "ID" (FILE:LINE): ...
+		if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {
+			msg = fmt.Sprintf("job %q (%s:%d): %s", j.ID, wf.File, j.Line, msg)
+		}
+		fmt.Fprintf(w, "poolrun: %s\n", indent(msg))
 	}
 }
 

@@ -30,6 +30,10 @@ renamed, so an interrupted run never leaves half a file. The result is the
 same for any -j, for --serial and for any eviction policy: compare the
 "checksum:" line.
 
+A --config file larger than 16 MiB (scaffold.MaxConfigSize) is refused (exit
+status 2). -j is capped at the number of jobs (cell types and rules, times
+chunks): no worker starts only to wait.
+
 Example:
   poolrun scaffold -j 2 --scale 0.5 --report report.json
   poolrun scaffold --print-config > my.yaml   # edit, then:
@@ -84,6 +88,7 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return badInput(err)
 	}
 	cfg = cfg.Scaled(f.scale)
+	f.pool.capWorkers(scaffoldJobs(cfg))
 	out, err := filepath.Abs(f.out)
 	if err != nil {
 		return badInput(err)
@@ -130,11 +135,24 @@ func loadScaffoldConfig(path string) (*scaffold.Config, error) {
 	if path == "" {
 		return scaffold.Default(), nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	cfg, err := scaffold.LoadConfig(path)
+	if err != nil && !isConfigError(err) {
 		return nil, fmt.Errorf("poolrun scaffold: %w", err)
 	}
-	return scaffold.ParseConfig(path, data)
+	return cfg, err
+}
+
+// isConfigError reports whether err is a problem found in a configuration
+// (FILE:LINE: ...), which needs no prefix.
+func isConfigError(err error) bool {
+	var ce *scaffold.ConfigError
+	return errors.As(err, &ce)
+}
+
+// scaffoldJobs is the number of jobs scaffoldjobs.Queue queues for cfg: one
+// per cell type and chunk, and one per rule and chunk.
+func scaffoldJobs(cfg *scaffold.Config) int {
+	return len(cfg.Chunks()) * (len(cfg.CellTypes) + len(cfg.Rules))
 }
 
 func summarise(cfg *scaffold.Config, out string) (*scaffoldResult, error) {

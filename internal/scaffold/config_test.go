@@ -3,7 +3,10 @@ package scaffold_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -349,5 +352,42 @@ func TestLookups(t *testing.T) {
 	}
 	if total, _ := c.Cells("golgi"); total != int(first) {
 		t.Errorf("Cells(golgi) = %d, sum of counts %d", total, first)
+	}
+}
+
+// LoadConfig reads a configuration file, and refuses one over
+// MaxConfigSize, and an endless one at once, naming the file and the limit.
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(base), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := scaffold.LoadConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := scaffold.ParseConfig("t.yaml", []byte(base)); c.Hash() != want.Hash() {
+		t.Error("LoadConfig and ParseConfig disagree")
+	}
+	if _, err := scaffold.LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadConfig(missing) = %v, want fs.ErrNotExist", err)
+	}
+	over := filepath.Join(dir, "over.yaml")
+	if err := os.WriteFile(over, []byte(base), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(over, scaffold.MaxConfigSize+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{over, "/dev/zero"} {
+		_, err := scaffold.LoadConfig(path)
+		if !errors.Is(err, scaffold.ErrConfigTooLarge) {
+			t.Errorf("LoadConfig(%s) = %v, want ErrConfigTooLarge", path, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), "16 MiB") {
+			t.Errorf("error %q does not name the file and the limit", err)
+		}
 	}
 }

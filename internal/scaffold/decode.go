@@ -5,12 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
+
+// MaxConfigSize bounds the size of a configuration file that [LoadConfig]
+// reads, 16 MiB: a larger file (or an endless one such as /dev/zero) is
+// refused after reading MaxConfigSize+1 bytes, before it is decoded.
+const MaxConfigSize = 16 << 20
+
+// LoadConfig reads the configuration file at path and parses it as
+// [ParseConfig] does, with path as the file name. If the file cannot be read
+// it returns the error of [os.Open] or of reading, which names the path; if
+// it holds more than [MaxConfigSize] bytes, an error that names the path and
+// matches [ErrConfigTooLarge], having read no more than MaxConfigSize+1
+// bytes.
+func LoadConfig(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxConfigSize {
+		return nil, fmt.Errorf("%s: %w", path, ErrConfigTooLarge)
+	}
+	return ParseConfig(path, data)
+}
 
 // ParseConfig decodes and validates a YAML configuration. file names data in
 // error messages. Decoding is strict: an unknown or repeated field, a value of

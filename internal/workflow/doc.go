@@ -105,6 +105,10 @@
 //
 // # Checks
 //
+// [Load] refuses a file larger than [MaxFileSize] (16 MiB) with
+// [ErrTooLarge], reading at most one byte more than the limit, so that an
+// endless file such as /dev/zero is refused at once.
+//
 // Parse refuses, with the line of the offending text: YAML syntax errors; a
 // second YAML document in the file; unknown or repeated fields anywhere;
 // a job without id or run; an item without run; bad ids or item names; two

@@ -1,10 +1,18 @@
 package workflow
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
+
+// ErrTooLarge is returned by [Load] when the file holds more than
+// [MaxFileSize] bytes.
+var ErrTooLarge = fmt.Errorf("workflow: file larger than the limit of %d MiB (workflow.MaxFileSize)", MaxFileSize>>20)
 
 // An Error reports what is wrong with a workflow file and where. Every error
 // that [Parse] returns, and every error of [Load] except a failure to read
-// the file, is an *Error; use [errors.As] to get at its fields.
+// the file and [ErrTooLarge], is an *Error; use [errors.As] to get at its
+// fields.
 type Error struct {
 	File string // the file name given to Parse or Load
 	Line int    // 1-based line of the offending text; never 0 from Parse

@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -19,6 +21,11 @@ const (
 	// patterns are expanded into the jobs they match.
 	MaxDependencies = 1_000_000
 )
+
+// MaxFileSize bounds the size of a workflow file that [Load] reads, 16 MiB:
+// a larger file (or an endless one such as /dev/zero) is refused after
+// reading MaxFileSize+1 bytes, before it is parsed.
+const MaxFileSize = 16 << 20
 
 // A Workflow is a parsed, checked workflow file.
 type Workflow struct {
@@ -66,12 +73,22 @@ func Parse(file string, data []byte) (*Workflow, error) {
 }
 
 // Load reads and parses the workflow file at path. If the file cannot be
-// read it returns the error of [os.ReadFile], which names the path;
-// otherwise it behaves as [Parse] with path as the file name.
+// read it returns the error of [os.Open] or of reading, which names the
+// path; if it holds more than [MaxFileSize] bytes, an error that names the
+// path and matches [ErrTooLarge], having read no more than MaxFileSize+1
+// bytes; otherwise it behaves as [Parse] with path as the file name.
 func Load(path string) (*Workflow, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
 	}
 	return Parse(path, data)
 }

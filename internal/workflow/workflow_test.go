@@ -462,3 +462,45 @@ func TestSizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// Load refuses a file over MaxFileSize, and an endless one at once, with an
+// error that names the file and the limit; a file of exactly MaxFileSize
+// bytes is read (and here fails to parse, as a YAML error).
+func TestLoadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	at := filepath.Join(dir, "at-limit.yaml")
+	over := filepath.Join(dir, "over-limit.yaml")
+	for path, size := range map[string]int64{at: workflow.MaxFileSize, over: workflow.MaxFileSize + 1} {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A comment line, then NUL bytes (sparse on disk): not a workflow.
+		f.WriteString("# big\n")
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for _, tt := range []struct {
+		name, path string
+		tooLarge   bool
+	}{
+		{"at the limit", at, false},
+		{"over the limit", over, true},
+		{"endless", "/dev/zero", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := workflow.Load(tt.path)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			if got := errors.Is(err, workflow.ErrTooLarge); got != tt.tooLarge {
+				t.Fatalf("Load(%s) = %v; errors.Is(err, ErrTooLarge) = %v, want %v", tt.path, err, got, tt.tooLarge)
+			}
+			if tt.tooLarge && (!strings.HasPrefix(err.Error(), tt.path+": ") || !strings.Contains(err.Error(), "16 MiB")) {
+				t.Errorf("error %q does not name the file and the limit", err)
+			}
+		})
+	}
+}
