@@ -74,8 +74,7 @@ func serveProcess(version string) int {
 	}
 	win, err := shm.Open(winFile)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "poolrun worker:", err)
-		return notAWorker()
+		return notAWorker(err)
 	}
 	winFile.Close()
 	// Terminal signals are for the parent, which decides; SIGTERM asks this
@@ -128,9 +127,11 @@ func serveProcess(version string) int {
 	return 0
 }
 
-func notAWorker() int {
-	fmt.Fprintf(os.Stderr, "poolrun worker: this process was started as a worker (%s is set) but has no pool to serve.\n"+
-		"Workers are started by a running pool; unset %s to run the program itself.\n", WorkerEnv, WorkerEnv)
+// notAWorker explains, in one line, that this process was started by hand
+// with the worker marker set, and returns exit status 2.
+func notAWorker(why error) int {
+	fmt.Fprintf(os.Stderr, "poolrun worker: %s is set, so this process is a pool's worker, but it has no pool to serve (%v): workers are started by a running pool; unset %s to run the program itself\n",
+		WorkerEnv, why, WorkerEnv)
 	return 2
 }
 

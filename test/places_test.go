@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -127,5 +128,24 @@ func TestStalledWorkerAtTheEnd(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("Run took %v: it waited for the stalled worker", took)
+	}
+}
+
+// TestWorkerStartedByHand: the program started with the worker marker but
+// without a pool's descriptors exits with status 2 and one line that says
+// what the marker is for; no panic.
+func TestWorkerStartedByHand(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), engine.WorkerEnv+"=3")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit: %v, want status 2; stderr:\n%s", err, stderr.String())
+	}
+	out := strings.TrimRight(stderr.String(), "\n")
+	if strings.Count(out, "\n") != 0 || !strings.Contains(out, "unset "+engine.WorkerEnv) || strings.Contains(out, "panic") {
+		t.Errorf("stderr is not one line that says what %s is for:\n%s", engine.WorkerEnv, out)
 	}
 }
