@@ -12,6 +12,12 @@ import (
 // pool ends. It knows workers only through the transport seam
 // (transport.go) and the window only as a publisher (window.go).
 
+// crashLoopLimit is how many workers in a row may die before they finish a
+// job (at start, before the handshake, or in their first job) before the
+// pool gives up: a program that never calls Init, or whose start-up fails,
+// then makes Run fail within seconds instead of starting workers forever.
+const crashLoopLimit = 5
+
 // Dispatch: a worker is sent a job while it still has others only when all
 // of those are of functions whose jobs take less than fastJob on average,
 // and together about less than inFlightBudget, and never more than
@@ -47,6 +53,10 @@ type scheduler struct {
 	publish []uint64
 	cands   []*readyGroup
 	round   uint64 // numbers the dispatch rounds
+
+	// earlyDeaths counts the workers that died, one after the other,
+	// before they finished a job; crashLoopLimit of them end the pool.
+	earlyDeaths int
 
 	// Memory over time, from the workers' reports: since acctAt the
 	// workers' caches held cacheSum bytes, staleBytes of them in items no
@@ -352,6 +362,9 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 		pl.held.drop(j.keys)
 	}
 	pl.jobs++
+	if pl.served++; pl.served == 1 {
+		s.earlyDeaths = 0 // a worker serves: no crash loop
+	}
 	pl.evicted += uint64(rep.evicted)
 	pl.budgetEvicted += uint64(rep.budgetEvicted)
 	// What the workers held together when the job returned, before its
@@ -400,8 +413,18 @@ func (s *scheduler) diedLocked(pl *place, why error) {
 		if s.live() == 0 && s.fatal == nil && !stopping {
 			s.fatal = fmt.Errorf("engine: no worker left: %v did not answer the handshake within %v (does main call engine.Init() first?)", pl, p.cfg.startTimeout)
 		}
-	case !wasReady && !stopping && s.fatal == nil:
-		s.fatal = fmt.Errorf("engine: %v %v before the handshake: does main call engine.Init() first?", pl, why)
+	case !stopping && pl.served == 0 && s.fatal == nil:
+		// Died before it finished a job: replaced like any other worker,
+		// unless workers keep doing so (a crash loop).
+		s.earlyDeaths++
+		if s.earlyDeaths >= crashLoopLimit {
+			when := "before the handshake"
+			if wasReady {
+				when = "before it finished a job"
+			}
+			s.fatal = fmt.Errorf("engine: %d workers in a row died before they finished a job; the last, %v, %v %s: does main call engine.Init() first, and does the program start?",
+				s.earlyDeaths, pl, why, when)
+		}
 	}
 	for i, j := range pl.inflight {
 		if j.Status() != Running {

@@ -64,8 +64,11 @@
 //
 // [Workers](n) starts n worker processes; Workers(0) runs the very same loop
 // serially in a goroutine of this process, with the same statuses, events,
-// window and eviction. A worker whose process dies is replaced; the job it
-// was running is Aborted with [ErrWorkerDied]. A worker exits on its own
+// window and eviction. A worker whose process dies is replaced, even one
+// that dies at start; the job it was running is Aborted with
+// [ErrWorkerDied]. Five workers in a row that die before they finish a job
+// (a program that never calls [Init], or whose start-up fails) make Run
+// fail instead. A worker exits on its own
 // when its parent dies. Among the jobs whose dependencies are met, the one
 // queued first starts first, except that a free worker prefers a job whose
 // items it already holds, or whose items no other worker holds, and may

@@ -32,6 +32,7 @@ type place struct {
 	tasks     []task           // to send at the end of this dispatch round
 
 	jobs          int
+	served        int // jobs its current worker finished
 	evicted       uint64
 	budgetEvicted uint64
 	restarts      int
@@ -82,7 +83,7 @@ func (s *scheduler) startWorker(pl *place) error {
 
 // attach puts the worker of l in pl. p.mu is held.
 func (s *scheduler) attach(pl *place, l link) {
-	pl.l, pl.ready, pl.stopping, pl.timedOut = l, false, false, false
+	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.served = l, false, false, false, 0
 	if pid := l.pid(); pid != 0 {
 		pl.pid = pid
 	}

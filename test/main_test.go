@@ -19,7 +19,27 @@ const envRole = "POOLRUN_TEST_ROLE"
 // before engine.Init, as a program whose main is busy before it serves.
 const envStallOnce = "POOLRUN_TEST_STALL_ONCE"
 
+// envDieFirst names a file: the first worker process to create it exits
+// before engine.Init, as a worker killed at start (by an OOM killer, say).
+// envDieAlways makes every worker do so, as a program whose start-up fails.
+const (
+	envDieFirst  = "POOLRUN_TEST_DIE_FIRST"
+	envDieAlways = "POOLRUN_TEST_DIE_ALWAYS"
+)
+
 func TestMain(m *testing.M) {
+	if os.Getenv(engine.WorkerEnv) != "" {
+		if os.Getenv(envDieAlways) != "" {
+			fmt.Fprintln(os.Stderr, "test worker: failing at start, as asked")
+			os.Exit(3)
+		}
+		if path := os.Getenv(envDieFirst); path != "" {
+			if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+				f.Close()
+				os.Exit(3)
+			}
+		}
+	}
 	if path := os.Getenv(envStallOnce); path != "" && os.Getenv(engine.WorkerEnv) != "" {
 		if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()

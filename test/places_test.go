@@ -149,3 +149,50 @@ func TestWorkerStartedByHand(t *testing.T) {
 		t.Errorf("stderr is not one line that says what %s is for:\n%s", engine.WorkerEnv, out)
 	}
 }
+
+// TestEarlyDeathReplaced: a worker that dies before its handshake is
+// replaced like any other, and the pool goes on.
+func TestEarlyDeathReplaced(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "died")
+	t.Setenv(envDieFirst, marker)
+	p := engine.New(engine.Workers(2))
+	var jobs []*engine.Job[int]
+	for i := range 20 {
+		jobs = append(jobs, engine.Queue(p, square, i))
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for i, j := range jobs {
+		if v, err := j.Result(); err != nil || v != i*i {
+			t.Errorf("job %d: %d, %v", j.ID(), v, err)
+		}
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("no worker died: %v", err)
+	}
+	if r := p.Stats().Total().Restarts; r != 1 {
+		t.Errorf("%d restarts, want 1", r)
+	}
+}
+
+// TestCrashLoop: when every worker dies at start, Run fails within seconds
+// with an error that says so, instead of starting workers forever.
+func TestCrashLoop(t *testing.T) {
+	t.Setenv(envDieAlways, "1")
+	p := engine.New(engine.Workers(2))
+	j := engine.Queue(p, square, 3)
+	start := time.Now()
+	err := p.Run(context.Background())
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "workers in a row died before they finished a job") || !strings.Contains(err.Error(), "engine.Init") {
+		t.Fatalf("Run: %v", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("Run took %v", took)
+	}
+	if j.Status() != engine.Cancelled {
+		t.Errorf("the job is %v, want cancelled", j.Status())
+	}
+	t.Logf("Run failed after %v: %v", took.Round(time.Millisecond), err)
+}
