@@ -112,7 +112,6 @@ func (s *scheduler) start(n int) error {
 		if err != nil {
 			return err
 		}
-		s.publishLocked()
 		if err := s.startWorker(pl); err != nil {
 			return err
 		}
@@ -253,7 +252,10 @@ func (s *scheduler) dispatchLocked() {
 		p.setStatus(j, Running)
 		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys}
 		if p.cfg.budget > 0 && len(pl.resident) > 0 {
-			t.order = s.evictionOrder(pl)
+			if pl.orderRound != s.round {
+				pl.order, pl.orderRound = s.evictionOrder(pl), s.round
+			}
+			t.order = pl.order // the same for every task of the round
 		}
 		pl.tasks = append(pl.tasks, t)
 	}

@@ -22,15 +22,9 @@ const (
 	// BudgetExceeded: a job's own items took its worker's cache past the
 	// budget set with [CacheBudget] (JobID, Worker, and CacheBytes).
 	BudgetExceeded
-	// WindowOverflow: a window's set of required items no longer fits its
-	// slots (see [WindowCapacity]): its workers keep every item until it
-	// fits again, which WindowFits reports.
-	WindowOverflow
-	// WindowFits: the set fits the window again after a WindowOverflow.
-	WindowFits
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "overflow", "fits"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {

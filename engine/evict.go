@@ -58,10 +58,10 @@ type runner struct {
 	freed        int64
 	lastBytes    int64 // what the cache held when last looked at
 
-	// idle tells the idle evictor that the serve loop waits for a task;
-	// busy is set while it does not.
-	idle chan struct{}
-	busy atomic.Bool
+	// idle tells the idle evictor that the serve loop has begun to wait
+	// for a task; waiting is set while it waits (serve's idle flag).
+	idle    chan struct{}
+	waiting *atomic.Bool
 
 	version  uint64 // the cache's version at the last report of the resident set
 	reported bool
@@ -198,7 +198,7 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 		case <-r.idle:
 		}
 		gen := uint64(0) // look at once: the window may have moved during the job
-		for !r.busy.Load() {
+		for r.waiting.Load() {
 			select {
 			case <-stop:
 				return

@@ -21,6 +21,7 @@ type job struct {
 	arg    []byte
 	argErr error
 	keys   []uint64
+	sig    string // sigOf(keys)
 	labels map[string]string
 
 	deps       []*job
@@ -183,11 +184,12 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)
 	}
-	j.keys = fn.e.keys
+	j.keys, j.sig = fn.e.keys, fn.e.sig
 	if len(o.items) > 0 {
 		j.keys = slices.Concat(fn.e.keys, handleKeys(o.items))
 		slices.Sort(j.keys)
 		j.keys = slices.Compact(j.keys)
+		j.sig = sigOf(j.keys)
 	}
 	for _, d := range o.deps {
 		dj := d.record()

@@ -26,10 +26,12 @@ type place struct {
 	timedOut bool        // killed for not answering the handshake
 	removed  bool        // the place is gone; only its figures remain
 
-	waitRound uint64           // the dispatch round in which affinity made it wait
-	inflight  []*job           // sent to the worker, in order; the first runs
-	resident  map[uint64]int64 // the items its worker holds, with their sizes, as last reported
-	tasks     []task           // to send at the end of this dispatch round
+	waitRound  uint64   // the dispatch round in which affinity made it wait
+	order      []uint64 // evictionOrder for orderRound
+	orderRound uint64
+	inflight   []*job           // sent to the worker, in order; the first runs
+	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
+	tasks      []task           // to send at the end of this dispatch round
 
 	jobs          int
 	served        int // jobs its current worker finished

@@ -1,6 +1,6 @@
 package engine
 
-import "unsafe"
+import "encoding/binary"
 
 // readyQueue holds the Queued jobs in groups of jobs that need the same set
 // of items, jobs in a group lowest id first, groups in the order of their
@@ -32,19 +32,25 @@ type readyGroup struct {
 	at   int      // index in heads
 }
 
-// sigOf returns the bytes of a sorted key set, a group's name.
+// sigOf returns the bytes of a sorted key set, a group's name. It is
+// computed once per registered function and per job that adds items of its
+// own (funcEntry.sig, job.sig), not on every push.
 func sigOf(keys []uint64) string {
 	if len(keys) == 0 {
 		return ""
 	}
-	return string(unsafe.Slice((*byte)(unsafe.Pointer(&keys[0])), 8*len(keys)))
+	b := make([]byte, 0, 8*len(keys))
+	for _, k := range keys {
+		b = binary.LittleEndian.AppendUint64(b, k)
+	}
+	return string(b)
 }
 
 func (q *readyQueue) push(j *job) {
 	if q.groups == nil {
 		q.groups = map[string]*readyGroup{}
 	}
-	sig := sigOf(j.keys)
+	sig := j.sig
 	g := q.groups[sig]
 	if g == nil {
 		g = &readyGroup{sig: sig, keys: j.keys, at: -1}

@@ -14,6 +14,7 @@ type funcEntry struct {
 	name  string
 	items []cachepool.Handle
 	keys  []uint64 // of items, sorted, deduplicated
+	sig   string   // sigOf(keys): the ready-queue group of its jobs
 	// call decodes an argument, runs the function and encodes its result,
 	// of at most limit bytes.
 	call func(ctx context.Context, arg []byte, limit int) ([]byte, error)
@@ -70,6 +71,7 @@ func Register[A, R any](name string, fn func(ctx context.Context, arg A) (R, err
 		o(e)
 	}
 	e.keys = handleKeys(e.items)
+	e.sig = sigOf(e.keys)
 	e.call = func(ctx context.Context, argData []byte, limit int) ([]byte, error) {
 		var arg A
 		if err := decodeValue(argData, &arg); err != nil {

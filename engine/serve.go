@@ -95,7 +95,7 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		defer cache.SetBeforeBuild(nil)
 	}
 	if params.idle && params.policy.followsWindow() {
-		r.idle = make(chan struct{}, 1)
+		r.idle, r.waiting = make(chan struct{}, 1), idle
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); r.idleEvict(wc, stop) }()
@@ -108,7 +108,6 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		if !wc.ready() {
 			idle.Store(true)
 			if r.idle != nil {
-				r.busy.Store(false)
 				select {
 				case r.idle <- struct{}{}:
 				default:
@@ -117,7 +116,6 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		}
 		t, stop, err := wc.next()
 		idle.Store(false)
-		r.busy.Store(true)
 		if err == io.EOF {
 			return nil // the parent is gone or closed the pipe
 		}
