@@ -348,6 +348,7 @@ func (s *scheduler) handleLocked(m msg) {
 		pl.cur = m.bye.stats
 		pl.peakRSS = max(pl.peakRSS, m.bye.peakRSS)
 		pl.resident = nil
+		pl.saidBye = true
 	case m.died != nil:
 		s.diedLocked(pl, m.died)
 	}
@@ -407,6 +408,9 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 func (s *scheduler) diedLocked(pl *place, why error) {
 	p := s.p
 	wasReady, stopping, timedOut := pl.ready, pl.stopping, pl.timedOut
+	if !pl.saidBye {
+		p.emit(Event{Kind: WorkerDied, Worker: pl.index, PID: pl.pid, Err: why})
+	}
 	s.left(pl)
 	switch {
 	case timedOut:

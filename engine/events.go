@@ -22,9 +22,14 @@ const (
 	// BudgetExceeded: a job's own items took its worker's cache past the
 	// budget set with [CacheBudget] (JobID, Worker, and CacheBytes).
 	BudgetExceeded
+	// WorkerDied: a worker ended other than by the pool's normal stop: it
+	// died, was killed (for a timeout, a cancel or its silence), or was
+	// terminated because the pool stopped early (Worker, PID, and the end
+	// in Err). Its place is filled again while the pool runs.
+	WorkerDied
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -51,6 +56,8 @@ type Event struct {
 	Old, New Status
 	Worker   int
 	Err      error
+	// PID is the worker's process id (WorkerDied).
+	PID int
 
 	// Counts holds the number of jobs in each status after the event,
 	// indexed by Status. CacheBytes is the memory that items resident in the

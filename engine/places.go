@@ -21,6 +21,7 @@ type place struct {
 	ready    bool // the worker said hello
 	joined   bool // the worker came by itself: not replaced when it goes
 	stopping bool // asked to stop: its end is expected
+	saidBye  bool // the worker said goodbye: it ends normally
 	helloBy  time.Time
 	timer    *time.Timer // wakes the scheduler at helloBy
 	timedOut bool        // killed for not answering the handshake
@@ -85,7 +86,7 @@ func (s *scheduler) startWorker(pl *place) error {
 
 // attach puts the worker of l in pl. p.mu is held.
 func (s *scheduler) attach(pl *place, l link) {
-	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.served = l, false, false, false, 0
+	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.saidBye, pl.served = l, false, false, false, false, 0
 	if pid := l.pid(); pid != 0 {
 		pl.pid = pid
 	}
