@@ -35,6 +35,12 @@ type job struct {
 
 	added, started, ended time.Time
 	done                  chan struct{}
+
+	retries  int           // how many more times it may be run again (Retries)
+	timeout  time.Duration // its run time's bound; 0: none
+	attempts []Attempt     // its runs that ended
+	pid      int           // the process id of the worker it runs on
+	runSince time.Time     // when its current attempt started, as the pool saw it
 }
 
 func (j *job) Status() Status { return Status(j.status.Load()) }
@@ -106,6 +112,16 @@ func (j *Job[R]) Worker() int {
 	return j.j.worker
 }
 
+// Attempts returns the job's runs that have ended, in order: none for a
+// job that never ran, one for most jobs, more for a job run again after
+// its worker died (see [Retries]).
+func (j *Job[R]) Attempts() []Attempt {
+	p := j.j.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(j.j.attempts)
+}
+
 // Cancel cancels a job that has not started: it becomes Cancelled, with
 // reason as its error, and its dependents are cancelled in turn. A job that
 // is running or finished is left alone and Cancel returns an error wrapping
@@ -133,9 +149,46 @@ func (e *CancelledError) Error() string { return "cancelled: " + e.Reason }
 type JobOption func(*jobOptions)
 
 type jobOptions struct {
-	deps   []Dep
-	items  []cachepool.Handle
-	labels map[string]string
+	deps    []Dep
+	items   []cachepool.Handle
+	labels  map[string]string
+	retries int // -1: the pool's
+	timeout time.Duration
+	hasTime bool
+}
+
+// JobRetries sets, for this job, how many times it is run again when its
+// worker dies under it (see [Retries], which it overrides). Negative n
+// panics.
+func JobRetries(n int) JobOption {
+	if n < 0 {
+		panic(fmt.Sprintf("engine: JobRetries(%d): negative", n))
+	}
+	return func(o *jobOptions) { o.retries = n }
+}
+
+// JobTimeout bounds this job's run time (see [Timeout], which it
+// overrides; 0 is no bound). Negative d panics.
+func JobTimeout(d time.Duration) JobOption {
+	if d < 0 {
+		panic(fmt.Sprintf("engine: JobTimeout(%v): negative", d))
+	}
+	return func(o *jobOptions) { o.timeout, o.hasTime = d, true }
+}
+
+// An Attempt is one run of a job on a worker: the job's only one, or one
+// of several with [Retries].
+type Attempt struct {
+	Worker int // the worker's place, from 1
+	PID    int // the worker's process id
+	// Start and End are when the attempt started and ended, as the pool
+	// saw them.
+	Start, End time.Time
+	// Status is how the attempt ended: Succeeded, Failed, Cancelled or
+	// Aborted; an attempt that was retried ended Aborted. Err says why
+	// when it is not Succeeded.
+	Status Status
+	Err    error
 }
 
 // After makes the job wait until every dep has succeeded; if one fails, is
@@ -175,7 +228,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 	if p == nil || fn == nil {
 		panic("engine: Queue with a nil pool or function")
 	}
-	var o jobOptions
+	o := jobOptions{retries: -1}
 	for _, opt := range opts {
 		opt(&o)
 	}

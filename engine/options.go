@@ -38,6 +38,10 @@ type config struct {
 	memLimit     int64
 	idleEvict    bool
 	maxValue     int
+	retries      int
+	timeout      time.Duration
+	grace        time.Duration
+	silence      time.Duration
 	// transport, when set, makes the pool's transport instead of the pipe
 	// transport, and says how many workers to start (others may join).
 	transport func(capacity int, params workerParams, out chan<- msg) (tr transport, start int)
@@ -51,6 +55,8 @@ func defaultConfig() config {
 		affinity:     true,
 		idleEvict:    true,
 		maxValue:     DefaultMaxValueSize,
+		grace:        DefaultCancelGrace,
+		silence:      DefaultSilenceLimit,
 	}
 }
 
@@ -199,4 +205,66 @@ func MaxValueSize(n int) Option {
 		panic(fmt.Sprintf("engine: MaxValueSize(%d): want 1 to %d bytes", n, maxValueLimit))
 	}
 	return func(c *config) { c.maxValue = n }
+}
+
+// Retries makes the pool run a job again, up to n more times, when its
+// worker died under it (the job would be Aborted): the job goes back to
+// the queue and a live worker takes it. A job that returned an error, or
+// panicked, is not retried: it would fail again. Every attempt, with its
+// worker and how it ended, is in [Job.Attempts] and in the events (a
+// JobStatus event from Running back to Queued, with the death in Err and
+// the attempt's number in Attempt). [JobRetries] sets it for one job.
+// Default 0; negative n panics.
+func Retries(n int) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("engine: Retries(%d): negative", n))
+	}
+	return func(c *config) { c.retries = n }
+}
+
+// Timeout bounds the run time of every job (0, the default, is no bound;
+// [JobTimeout] sets it for one job). A job past its time has its context
+// cancelled and is Failed with an error wrapping
+// [context.DeadlineExceeded], whatever it returns. If it has not returned
+// within the grace period ([CancelGrace]) its worker is killed, with the
+// processes it started, and replaced. The time runs from when the job's
+// worker starts it (as the pool sees it: when the worker has finished the
+// job before it). Negative d panics.
+func Timeout(d time.Duration) Option {
+	if d < 0 {
+		panic(fmt.Sprintf("engine: Timeout(%v): negative", d))
+	}
+	return func(c *config) { c.timeout = d }
+}
+
+// DefaultCancelGrace is the default of [CancelGrace]: 5 s.
+const DefaultCancelGrace = 5 * time.Second
+
+// CancelGrace sets how long a job whose context was cancelled (it timed
+// out, or [Job.Cancel] was called while it ran) has to return before its
+// worker is killed and replaced (default [DefaultCancelGrace]). d <= 0
+// panics.
+func CancelGrace(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("engine: CancelGrace(%v): not positive", d))
+	}
+	return func(c *config) { c.grace = d }
+}
+
+// DefaultSilenceLimit is the default of [SilenceLimit]: 30 s.
+const DefaultSilenceLimit = 30 * time.Second
+
+// SilenceLimit bounds how long a worker that has jobs may say nothing
+// (default [DefaultSilenceLimit]). A worker's process tells the pool that
+// it lives several times per limit while it runs a job, however long the
+// job, so a worker silent for longer is stopped (SIGSTOP), stuck with its
+// reply pipe in disorder, or lost: it is killed, its job Aborted (and
+// retried, see [Retries]) and its place filled. Time during which this
+// process itself did not run (it was stopped, or the machine slept) does
+// not count. d below 100 ms panics.
+func SilenceLimit(d time.Duration) Option {
+	if d < 100*time.Millisecond {
+		panic(fmt.Sprintf("engine: SilenceLimit(%v): below 100ms", d))
+	}
+	return func(c *config) { c.silence = d }
 }
