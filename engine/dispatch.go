@@ -350,7 +350,7 @@ func (s *scheduler) handleLocked(m msg) {
 		pl.resident = nil
 		pl.saidBye = true
 	case m.died != nil:
-		s.diedLocked(pl, m.died)
+		s.diedLocked(pl, m.died, m.lastWords)
 	}
 }
 
@@ -405,7 +405,7 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 // Aborted, the jobs waiting behind it go back to the queue, and, while the
 // pool runs, a new worker takes the place of one the transport started.
 // p.mu is held.
-func (s *scheduler) diedLocked(pl *place, why error) {
+func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	p := s.p
 	wasReady, stopping, timedOut := pl.ready, pl.stopping, pl.timedOut
 	if !pl.saidBye {
@@ -428,8 +428,12 @@ func (s *scheduler) diedLocked(pl *place, why error) {
 			if wasReady {
 				when = "before it finished a job"
 			}
-			s.fatal = fmt.Errorf("engine: %d workers in a row died before they finished a job; the last, %v, %v %s: does main call engine.Init() first, and does the program start?",
-				s.earlyDeaths, pl, why, when)
+			said := "; it printed nothing"
+			if lastWords != "" {
+				said = fmt.Sprintf("; it last printed: %s", lastWords)
+			}
+			s.fatal = fmt.Errorf("engine: %d workers in a row died before they finished a job; the last, %v, %v %s%s (does main call engine.Init() first, and does the program start?)",
+				s.earlyDeaths, pl, why, when, said)
 		}
 	}
 	for i, j := range pl.inflight {

@@ -89,21 +89,35 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
+	// The worker's stderr passes through this process, which keeps its
+	// last lines: what a worker that died said last goes in the error of
+	// a crash loop.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		repR.Close()
+		repW.Close()
+		return nil, fmt.Errorf("engine: pipe: %w", err)
+	}
 	cmd.Stdin = nil
 	cmd.Stdout = os.Stdout
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = errW
 	cmd.ExtraFiles = []*os.File{win.File(), jobsR, repW} // fds 3, 4, 5
 	cmd.SysProcAttr = workerSysProcAttr()
 	err = spawn.Start(cmd)
 	jobsR.Close()
 	repW.Close()
+	errW.Close()
 	if err != nil {
 		jobsW.Close()
 		repR.Close()
+		errR.Close()
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
 	l := newPipeLink(jobsW, repR, t.params)
 	l.cmd = cmd
+	l.stderr = newStderrTail(errR)
 	l.begin(index, t.out)
 	return l, nil
 }
@@ -170,7 +184,8 @@ type pipeLink struct {
 	r      io.ReadCloser
 	params workerParams // the pool's, sent in the handshake; the answer must echo them
 
-	cmd *exec.Cmd // nil in serial mode
+	cmd    *exec.Cmd   // nil in serial mode
+	stderr *stderrTail // the worker process's stderr, passed on
 	// joinWin is the window of a worker that joins by itself (a test's
 	// transport), told to the scheduler in its hello.
 	joinWin publisher
@@ -324,7 +339,12 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 	}()
 	l.close()
 	l.r.Close()
-	out <- msg{from: l, died: l.wait(err)}
+	why := l.wait(err)
+	var last string
+	if l.stderr != nil {
+		last = l.stderr.last()
+	}
+	out <- msg{from: l, died: why, lastWords: last}
 }
 
 // wait waits for the worker's end and describes it.
@@ -337,6 +357,12 @@ func (l *pipeLink) wait(readErr error) error {
 		return err
 	}
 	err := l.cmd.Wait()
+	// Whatever the worker's jobs started and left running ends with it:
+	// the processes of its session (see workerSysProcAttr).
+	spawn.SignalSession(l.cmd.Process.Pid, syscall.SIGKILL)
+	if l.stderr != nil {
+		l.stderr.wait(stderrDrain)
+	}
 	if err == nil {
 		if readErr != nil && readErr != io.EOF {
 			return fmt.Errorf("exited with status 0 after %v", readErr)

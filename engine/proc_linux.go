@@ -9,13 +9,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// workerSysProcAttr: a worker gets SIGTERM when its parent dies, and its own
-// process group, so that a terminal's Ctrl-C reaches the parent alone, which
-// then stops the workers in order. Workers are started by internal/spawn,
-// from a thread that lives as long as the parent, so that the signal fires
-// when the parent dies and not before.
+// workerSysProcAttr: a worker gets SIGTERM when its parent dies, and a
+// session of its own: a terminal's Ctrl-C reaches the parent alone, which
+// then stops the workers in order, and when a worker has gone the parent
+// ends whatever its jobs started and left behind, found as the processes
+// of its session (see internal/spawn.SignalSession). Workers are started
+// by internal/spawn, from a thread that lives as long as the parent, so
+// that the signal fires when the parent dies and not before.
 func workerSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setsid: true}
 }
 
 // setPipeSize enlarges a pipe to 1 MiB (the default limit for unprivileged

@@ -7,8 +7,9 @@ import (
 	"syscall"
 )
 
-// workerSysProcAttr: without a parent-death signal, workers watch their
-// parent's process id instead (see watchParent).
-func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// workerSysProcAttr: a session of its own (see proc_linux.go); without a
+// parent-death signal, workers watch their parent's process id instead
+// (see watchParent).
+func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
 func setPipeSize(*os.File) {}

@@ -53,6 +53,9 @@ type msg struct {
 	state   *workerState // what an idle worker evicted
 	bye     *byeInfo
 	died    error // the worker is gone, and why
+	// lastWords are, with died, the last lines the worker wrote to its
+	// stderr, where the transport knows them.
+	lastWords string
 }
 
 // workerParams are what a worker learns in the handshake, and echoes: how

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,4 +163,51 @@ func TestParentKilled(t *testing.T) {
 		t.Errorf("workers outlived their killed parent by %v, want under a second", gone)
 	}
 	t.Logf("workers gone %v after the parent was killed", gone.Round(time.Millisecond))
+}
+
+// orphanThenDie starts a grandchild (a shell in the background, which
+// sleeps), writes the grandchild's pid to the file at path, and kills its
+// own worker process with SIGKILL: the grandchild is orphaned.
+var orphanThenDie = engine.Register("test.orphanthendie", func(ctx context.Context, path string) (struct{}, error) {
+	cmd := exec.Command("sh", "-c", "sleep 47.25 </dev/null >/dev/null 2>&1 & echo $!")
+	out, err := cmd.Output()
+	if err != nil {
+		return struct{}{}, err
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		return struct{}{}, err
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	time.Sleep(time.Minute)
+	return struct{}{}, nil
+})
+
+// TestDeadWorkersProcessesEnd: when a worker dies, what its jobs started
+// and left running (here an orphaned grandchild) is ended too, by the
+// time Run returns.
+func TestDeadWorkersProcessesEnd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pid")
+	p := engine.New(engine.Workers(1))
+	victim := engine.Queue(p, orphanThenDie, path)
+	err := p.Run(context.Background())
+	if !errors.Is(err, engine.ErrWorkerDied) || victim.Status() != engine.Aborted {
+		t.Fatalf("Run() = %v, job %v; want the worker's death", err, victim.Status())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the job did not start its grandchild: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file: %q", b)
+	}
+	// The orphan was signalled before Run returned; init reaps it soon after.
+	deadline := time.Now().Add(5 * time.Second)
+	for proctest.Alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the dead worker's grandchild %d still runs", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

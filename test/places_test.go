@@ -156,16 +156,18 @@ func TestEarlyDeathReplaced(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "died")
 	t.Setenv(envDieFirst, marker)
 	p := engine.New(engine.Workers(2))
-	var jobs []*engine.Job[int]
-	for i := range 20 {
-		jobs = append(jobs, engine.Queue(p, square, i))
+	// Jobs long enough together that the pool still runs when the death
+	// is noticed.
+	var jobs []*engine.Job[span]
+	for range 20 {
+		jobs = append(jobs, engine.Queue(p, stamp, 30*time.Millisecond))
 	}
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	for i, j := range jobs {
-		if v, err := j.Result(); err != nil || v != i*i {
-			t.Errorf("job %d: %d, %v", j.ID(), v, err)
+	for _, j := range jobs {
+		if v, err := j.Result(); err != nil || v.End == 0 {
+			t.Errorf("job %d: %+v, %v", j.ID(), v, err)
 		}
 	}
 	if _, err := os.Stat(marker); err != nil {
@@ -187,6 +189,9 @@ func TestCrashLoop(t *testing.T) {
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "workers in a row died before they finished a job") || !strings.Contains(err.Error(), "engine.Init") {
 		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(err.Error(), "it last printed: test worker: failing at start, as asked") {
+		t.Errorf("Run's error does not give what the last worker printed: %v", err)
 	}
 	if took > 10*time.Second {
 		t.Errorf("Run took %v", took)
