@@ -57,6 +57,8 @@ type scheduler struct {
 	// earlyDeaths counts the workers that died, one after the other,
 	// before they finished a job; crashLoopLimit of them end the pool.
 	earlyDeaths int
+	// lastAwake is when the loop last checked the running jobs.
+	lastAwake time.Time
 
 	// Memory over time, from the workers' reports: since acctAt the
 	// workers' caches held cacheSum bytes, staleBytes of them in items no
@@ -168,9 +170,14 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		defer tick.Stop()
 		tickC = tick.C
 	}
+	check := time.NewTimer(time.Hour)
+	check.Stop()
+	defer check.Stop()
 	for {
 		p.mu.Lock()
-		s.checkHandshakes(time.Now())
+		now := time.Now()
+		s.checkHandshakes(now)
+		s.checkRunning(now)
 		if s.fatal != nil {
 			p.mu.Unlock()
 			return s.fatal
@@ -186,6 +193,11 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		s.dispatchLocked()
 		if tick != nil {
 			tick.Reset(time.Until(p.lastEvent.Add(p.cfg.tick)))
+		}
+		if at := s.nextCheck(now); !at.IsZero() {
+			check.Reset(time.Until(at))
+		} else {
+			check.Stop()
 		}
 		p.mu.Unlock()
 
@@ -205,6 +217,7 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 			s.account(time.Now())
 			p.mu.Unlock()
 		case <-p.wake:
+		case <-check.C:
 		case <-tickC:
 			p.mu.Lock()
 			if !time.Now().Before(p.lastEvent.Add(p.cfg.tick)) {
@@ -247,10 +260,17 @@ func (s *scheduler) dispatchLocked() {
 			continue
 		}
 		j.worker = pl.index
+		j.tries++
+		if len(pl.inflight) == 0 {
+			// It starts now; and from now on the worker owes news.
+			now := time.Now()
+			j.runSince = now
+			pl.heard = later(pl.heard, now)
+		}
 		pl.inflight = append(pl.inflight, j)
 		pl.held.add(j.keys)
 		p.setStatus(j, Running)
-		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys}
+		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys, timeout: j.timeout}
 		if p.cfg.budget > 0 && len(pl.resident) > 0 {
 			if pl.orderRound != s.round {
 				pl.order, pl.orderRound = s.evictionOrder(pl), s.round
@@ -333,6 +353,7 @@ func (s *scheduler) handleLocked(m msg) {
 		pl.joined = true
 		s.attach(pl, m.from)
 	}
+	pl.heard = time.Now()
 	switch {
 	case m.hello != nil:
 		s.hello(pl, m.hello)
@@ -363,6 +384,9 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	if i := slices.Index(pl.inflight, j); i >= 0 {
 		pl.inflight = slices.Delete(pl.inflight, i, i+1)
 		pl.held.drop(j.keys)
+		if i == 0 && len(pl.inflight) > 0 {
+			pl.inflight[0].runSince = time.Now() // the next starts
+		}
 	}
 	pl.jobs++
 	if pl.served++; pl.served == 1 {
@@ -390,15 +414,121 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	}
 	j.started = rep.start
 	j.ended = rep.start.Add(rep.elapsed)
+	st, err := Failed, error(nil)
 	switch rep.outcome {
 	case outcomeOK:
-		j.result = rep.payload
-		p.finish(j, Succeeded, nil)
+		st = Succeeded
 	case outcomePanic:
-		p.finish(j, Failed, &PanicError{Op: "job", Value: string(rep.payload), Stack: rep.stack})
+		err = &PanicError{Op: "job", Value: string(rep.payload), Stack: rep.stack}
+	case outcomeTimedOut:
+		err = &TimeoutError{Timeout: j.timeout, Returned: string(rep.payload)}
+	case outcomeCancelled:
+		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}
 	default:
-		p.finish(j, Failed, &RemoteError{Msg: string(rep.payload)})
+		err = &RemoteError{Msg: string(rep.payload)}
 	}
+	if j.cancelled {
+		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}
+	}
+	if st == Succeeded {
+		j.result = rep.payload
+	}
+	s.ended(pl, j, j.started, j.ended, st, err)
+	p.finish(j, st, err)
+}
+
+// ended records the end of j's run on the worker of pl. p.mu is held.
+func (s *scheduler) ended(pl *place, j *job, start, end time.Time, st Status, err error) {
+	j.attempts = append(j.attempts, Attempt{Worker: pl.index, PID: pl.pid, Start: start, End: end, Status: st, Err: err})
+}
+
+// cancelRunning asks the worker that runs j to cancel it, and reports
+// whether it could (a worker holds j's place). p.mu is held.
+func (s *scheduler) cancelRunning(j *job, reason string) bool {
+	for _, pl := range s.places {
+		if pl.index == j.worker && pl.l != nil && slices.Contains(pl.inflight, j) {
+			j.cancelled, j.cancelReason, j.cancelAt = true, reason, time.Now()
+			pl.l.cancel(uint64(j.id))
+			return true
+		}
+	}
+	return false
+}
+
+// checkRunning kills the workers whose running job is past its timeout,
+// or was cancelled, and has not returned within the grace period since;
+// and those that have said nothing for longer than the silence limit
+// while they had jobs. p.mu is held.
+func (s *scheduler) checkRunning(now time.Time) {
+	cfg := &s.p.cfg
+	if !s.lastAwake.IsZero() && now.Sub(s.lastAwake) > cfg.silence/2 {
+		// This process did not run for a while (it was stopped, or the
+		// machine slept; nextCheck wakes it more often while workers
+		// have jobs): the workers' silence meanwhile says nothing.
+		for _, pl := range s.places {
+			pl.heard = later(pl.heard, now)
+		}
+	}
+	s.lastAwake = now
+	for _, pl := range s.places {
+		if pl.l == nil || !pl.ready || pl.stopping || pl.kill != nil || len(pl.inflight) == 0 {
+			continue
+		}
+		j := pl.inflight[0]
+		switch {
+		case j.timeout > 0 && now.After(j.runSince.Add(j.timeout+cfg.grace)):
+			s.kill(pl, &killing{j: j, st: Failed, err: &TimeoutError{Timeout: j.timeout, Killed: true, Grace: cfg.grace}})
+		case j.cancelled && now.After(later(j.cancelAt, j.runSince).Add(cfg.grace)):
+			s.kill(pl, &killing{j: j, st: Cancelled, err: &CancelledError{Reason: j.cancelReason}})
+		case now.Sub(pl.heard) > cfg.silence:
+			s.kill(pl, &killing{silent: true})
+		}
+	}
+}
+
+// kill kills the worker of pl now, for the reason k. p.mu is held.
+func (s *scheduler) kill(pl *place, k *killing) {
+	pl.kill = k
+	pl.l.terminate(0)
+}
+
+// nextCheck returns when checkRunning has something to check next (zero:
+// nothing): a timeout's or a cancel's grace, a worker's silence; and,
+// while workers have jobs, every quarter of the silence limit, so that a
+// longer gap means that this process did not run. p.mu is held.
+func (s *scheduler) nextCheck(now time.Time) time.Time {
+	cfg := &s.p.cfg
+	var at time.Time
+	sooner := func(t time.Time) {
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	for _, pl := range s.places {
+		if pl.l == nil || !pl.ready || pl.stopping || pl.kill != nil || len(pl.inflight) == 0 {
+			continue
+		}
+		j := pl.inflight[0]
+		if j.timeout > 0 {
+			sooner(j.runSince.Add(j.timeout + cfg.grace))
+		}
+		if j.cancelled {
+			sooner(later(j.cancelAt, j.runSince).Add(cfg.grace))
+		}
+		sooner(pl.heard.Add(cfg.silence))
+		sooner(now.Add(cfg.silence / 4))
+	}
+	if !at.IsZero() {
+		at = at.Add(time.Millisecond) // past it, not at it
+	}
+	return at
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // diedLocked handles the end of a worker: the job it was running is
@@ -407,7 +537,10 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 // p.mu is held.
 func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	p := s.p
-	wasReady, stopping, timedOut := pl.ready, pl.stopping, pl.timedOut
+	wasReady, stopping, timedOut, k := pl.ready, pl.stopping, pl.timedOut, pl.kill
+	if k != nil && k.silent {
+		why = fmt.Errorf("was killed: it had jobs and sent nothing for %v (stopped, say, or its reply pipe in disorder)", p.cfg.silence)
+	}
 	if !pl.saidBye {
 		p.emit(Event{Kind: WorkerDied, Worker: pl.index, PID: pl.pid, Err: why})
 	}
@@ -419,7 +552,7 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 		if s.live() == 0 && s.fatal == nil && !stopping {
 			s.fatal = fmt.Errorf("engine: no worker left: %v did not answer the handshake within %v (does main call engine.Init() first?)", pl, p.cfg.startTimeout)
 		}
-	case !stopping && pl.served == 0 && s.fatal == nil:
+	case !stopping && pl.served == 0 && s.fatal == nil && (k == nil || k.j == nil):
 		// Died before it finished a job: replaced like any other worker,
 		// unless workers keep doing so (a crash loop).
 		s.earlyDeaths++
@@ -441,15 +574,12 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 			continue
 		}
 		if i == 0 {
-			err := fmt.Errorf("%w: %v %v", ErrWorkerDied, pl, why)
-			if stopping {
-				err = fmt.Errorf("%w: %v %v", errStopped, pl, why)
-			}
-			p.finish(j, Aborted, err)
+			s.runEnded(pl, j, why, stopping)
 			continue
 		}
 		// It never started: back to the queue, where its id puts it
 		// before the jobs queued after it.
+		j.tries--
 		p.setStatus(j, Queued)
 		p.queue.push(j)
 	}
@@ -464,6 +594,32 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	if err := s.startWorker(pl); err != nil {
 		s.fatal = err
 	}
+}
+
+// runEnded ends j, which was running on the worker of pl when it went,
+// or queues it again (Retries). p.mu is held.
+func (s *scheduler) runEnded(pl *place, j *job, why error, stopping bool) {
+	p := s.p
+	now := time.Now()
+	st, err := Aborted, error(fmt.Errorf("%w: %v %v", ErrWorkerDied, pl, why))
+	switch k := pl.kill; {
+	case k != nil && k.j == j:
+		st, err = k.st, k.err
+	case j.cancelled:
+		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}
+	case stopping:
+		err = fmt.Errorf("%w: %v %v", errStopped, pl, why)
+	case j.retries > 0 && s.fatal == nil && p.state == PoolRunning:
+		s.ended(pl, j, j.runSince, now, Aborted, err)
+		j.retries--
+		j.err = err // for the event
+		p.setStatus(j, Queued)
+		j.err, j.worker = nil, 0
+		p.queue.push(j)
+		return
+	}
+	s.ended(pl, j, j.runSince, now, st, err)
+	p.finish(j, st, err)
 }
 
 // shutdown ends the run: after a normal end the workers are asked to stop
@@ -481,7 +637,9 @@ func (s *scheduler) shutdown(err error) {
 					continue
 				}
 				if i == 0 {
-					p.finish(j, Aborted, fmt.Errorf("%w: worker %d was stopped: %w", errStopped, pl.index, err))
+					err := fmt.Errorf("%w: worker %d was stopped: %w", errStopped, pl.index, err)
+					s.ended(pl, j, j.runSince, time.Now(), Aborted, err)
+					p.finish(j, Aborted, err)
 				} else {
 					p.finish(j, Cancelled, fmt.Errorf("pool stopped: %w", err))
 				}

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 )
@@ -94,6 +96,31 @@ func (e *JobError) Unwrap() error { return e.Err }
 // "scheduler" for a function given to [Pool.Go], and "build", "cleanup" or
 // "size" for an item's functions.
 type PanicError = cachepool.PanicError
+
+// A TimeoutError is the error of a job that ran past its time (see
+// [Timeout]); it wraps [context.DeadlineExceeded]. Returned says what the
+// job returned once its context ended, if it returned (else ""); Killed,
+// that it did not return within the grace period, so that its worker was
+// killed.
+type TimeoutError struct {
+	Timeout  time.Duration
+	Returned string
+	Killed   bool
+	Grace    time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("timed out after %v", e.Timeout)
+	switch {
+	case e.Killed:
+		msg += fmt.Sprintf(" and did not return within %v more: its worker was killed", e.Grace)
+	case e.Returned != "":
+		msg += " (it returned: " + e.Returned + ")"
+	}
+	return msg
+}
+
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 
 // A RemoteError is an error returned by a job function. Only its message
 // crosses the process boundary, and serial mode takes the same path, so

@@ -50,6 +50,8 @@ type runner struct {
 	budget        int64
 	cur           *task
 	budgetEvicted atomic.Int64
+	// busy is set while a job's function runs (for the heartbeat).
+	busy atomic.Bool
 
 	// returnMemory: hand freed memory back to the system (worker
 	// processes; not serial mode, which shares the parent's heap). freed

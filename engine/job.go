@@ -38,9 +38,15 @@ type job struct {
 
 	retries  int           // how many more times it may be run again (Retries)
 	timeout  time.Duration // its run time's bound; 0: none
+	tries    int           // the runs it was sent for
 	attempts []Attempt     // its runs that ended
-	pid      int           // the process id of the worker it runs on
-	runSince time.Time     // when its current attempt started, as the pool saw it
+	runSince time.Time     // when its current run started, as the pool saw it
+
+	// cancelled: Cancel was called while it ran, with reason, at
+	// cancelAt; its worker was asked to cancel it.
+	cancelled    bool
+	cancelReason string
+	cancelAt     time.Time
 }
 
 func (j *job) Status() Status { return Status(j.status.Load()) }
@@ -122,21 +128,26 @@ func (j *Job[R]) Attempts() []Attempt {
 	return slices.Clone(j.j.attempts)
 }
 
-// Cancel cancels a job that has not started: it becomes Cancelled, with
-// reason as its error, and its dependents are cancelled in turn. A job that
-// is running or finished is left alone and Cancel returns an error wrapping
-// [ErrNotCancellable].
+// Cancel cancels a job: it becomes Cancelled, with a [*CancelledError]
+// that gives reason as its error, and its dependents are cancelled in
+// turn. A job that has not started is Cancelled at once. A running job has
+// its context cancelled; it is Cancelled when it returns, whatever it
+// returns, or, if it has not returned within the grace period
+// ([CancelGrace]), when its worker has been killed (and replaced). A job
+// that has finished is left alone and Cancel returns an error wrapping
+// [ErrNotCancellable], as it does for a second Cancel of a running job.
 func (j *Job[R]) Cancel(reason string) error {
 	p := j.j.pool
 	p.mu.Lock()
-	st := j.j.Status()
-	if st != Pending && st != Queued {
-		p.mu.Unlock()
+	defer p.kick()
+	defer p.mu.Unlock()
+	switch st := j.j.Status(); {
+	case st == Running && !j.j.cancelled && p.sched != nil && p.sched.cancelRunning(j.j, reason):
+		return nil
+	case st != Pending && st != Queued:
 		return fmt.Errorf("job %d (%s) is %s: %w", j.j.id, j.j.fn.name, st, ErrNotCancellable)
 	}
 	p.finish(j.j, Cancelled, &CancelledError{Reason: reason})
-	p.mu.Unlock()
-	p.kick()
 	return nil
 }
 
@@ -232,7 +243,14 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j := &job{pool: p, fn: fn.e, labels: o.labels, done: make(chan struct{})}
+	j := &job{pool: p, fn: fn.e, labels: o.labels, done: make(chan struct{}),
+		retries: p.cfg.retries, timeout: p.cfg.timeout}
+	if o.retries >= 0 {
+		j.retries = o.retries
+	}
+	if o.hasTime {
+		j.timeout = o.timeout
+	}
 	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)

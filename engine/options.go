@@ -148,7 +148,8 @@ func Affinity(on bool) Option { return func(c *config) { c.affinity = on } }
 // workerParams are the parameters the pool's workers learn in the
 // handshake.
 func (c *config) workerParams() workerParams {
-	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict, maxValue: int64(c.maxValue)}
+	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict, maxValue: int64(c.maxValue),
+		heartbeat: c.silence / heartbeatsPerSilence}
 }
 
 // CacheBudget caps the bytes a worker's cache holds (as the items' Size
@@ -250,6 +251,10 @@ func CancelGrace(d time.Duration) Option {
 	}
 	return func(c *config) { c.grace = d }
 }
+
+// heartbeatsPerSilence is how many times per silence limit a busy worker
+// says that it lives.
+const heartbeatsPerSilence = 8
 
 // DefaultSilenceLimit is the default of [SilenceLimit]: 30 s.
 const DefaultSilenceLimit = 30 * time.Second

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,8 +142,9 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 		l.joinWin = pw
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
+	l.stopLocal = cancel
 	l.served = make(chan error, 1)
+	l.abandoned = make(chan struct{})
 	go func() {
 		err := serveLocal(ctx, jobsR, repW, shmView{win}, t.cache)
 		jobsR.Close()
@@ -189,9 +191,13 @@ type pipeLink struct {
 	// joinWin is the window of a worker that joins by itself (a test's
 	// transport), told to the scheduler in its hello.
 	joinWin publisher
-	// serial mode: the serving goroutine's cancel and end.
-	cancel context.CancelFunc
-	served chan error
+	// serial mode: the serving goroutine's cancel and end; abandoned is
+	// closed when the link stops waiting for a goroutine whose job does
+	// not return (see terminate).
+	stopLocal context.CancelFunc
+	served    chan error
+	abandon   sync.Once
+	abandoned chan struct{}
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -228,6 +234,13 @@ func (l *pipeLink) pid() int {
 	return l.cmd.Process.Pid
 }
 
+func (l *pipeLink) cancel(id uint64) {
+	l.mu.Lock()
+	l.pending.cancel(id)
+	l.mu.Unlock()
+	l.cond.Signal()
+}
+
 func (l *pipeLink) stop() {
 	l.mu.Lock()
 	l.pending.stop()
@@ -237,8 +250,22 @@ func (l *pipeLink) stop() {
 
 func (l *pipeLink) terminate(grace time.Duration) {
 	if l.cmd == nil {
-		l.cancel()
+		// A goroutine cannot be killed: its context is cancelled, and if
+		// its job has not returned after grace, the link gives up on it
+		// (it goes on, unheard, until its job returns).
+		l.stopLocal()
 		l.close()
+		give := func() {
+			l.abandon.Do(func() {
+				close(l.abandoned)
+				l.r.Close()
+			})
+		}
+		if grace <= 0 {
+			give()
+		} else {
+			time.AfterFunc(grace, give)
+		}
 		return
 	}
 	p := l.cmd.Process
@@ -329,6 +356,8 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 					return err
 				}
 				flush(&msg{from: l, bye: b})
+			case frameAlive:
+				flush(&msg{from: l, alive: true})
 			default:
 				return fmt.Errorf("engine: protocol: unexpected frame of kind %d from a worker", kind)
 			}
@@ -337,6 +366,11 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 			}
 		}
 	}()
+	if err != io.EOF && l.cmd != nil {
+		// The worker said something this parent cannot follow: it is
+		// lost whatever it does next.
+		l.cmd.Process.Kill()
+	}
 	l.close()
 	l.r.Close()
 	why := l.wait(err)
@@ -350,11 +384,15 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 // wait waits for the worker's end and describes it.
 func (l *pipeLink) wait(readErr error) error {
 	if l.cmd == nil {
-		err := <-l.served
-		if err == nil {
-			err = errors.New("worker goroutine ended")
+		select {
+		case err := <-l.served:
+			if err == nil {
+				err = errors.New("worker goroutine ended")
+			}
+			return err
+		case <-l.abandoned:
+			return errors.New("abandoned: its job did not return when its context was cancelled")
 		}
-		return err
 	}
 	err := l.cmd.Wait()
 	// Whatever the worker's jobs started and left running ends with it:
@@ -379,19 +417,34 @@ func (l *pipeLink) wait(readErr error) error {
 	return err
 }
 
-// pipeWorker is a worker's side of the pipes. Its writes (done, state, bye)
-// are serialised: state may come from the idle evictor's goroutine.
+// pipeWorker is a worker's side of the pipes. A goroutine reads the
+// parent's frames as they come, so that a cancel reaches the job it is
+// for while that job runs; the tasks wait in order for the serve loop.
+// Its writes (done, state, alive, bye) are serialised: state and alive
+// come from other goroutines than the serve loop's.
 type pipeWorker struct {
 	fr  *frameReader
 	mu  sync.Mutex
 	out io.Writer
 	e   enc
+
+	in struct {
+		mu    sync.Mutex
+		cond  sync.Cond
+		tasks []*task // received, not taken
+		stop  bool
+		err   error // the end of the stream: io.EOF, or what went wrong
+
+		runID     uint64             // the task that runs, or 0
+		runCancel context.CancelFunc // cancels its context
+	}
 }
 
 // acceptPipe answers the parent's handshake on a worker's pipes and returns
 // the worker's side of them and the pool's parameters for workers.
 func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, workerParams, error) {
 	w := &pipeWorker{fr: newFrameReader(in), out: out}
+	w.in.cond.L = &w.in.mu
 	_, params, err := w.fr.hello()
 	if err != nil {
 		return nil, params, err
@@ -400,7 +453,64 @@ func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, workerParams, error) 
 	if err := w.flush(); err != nil {
 		return nil, params, err
 	}
+	go w.readLoop()
 	return w, params, nil
+}
+
+// readLoop reads the parent's frames until the stream ends.
+func (w *pipeWorker) readLoop() {
+	for {
+		kind, d, err := w.fr.next()
+		if err == nil {
+			err = w.take(kind, d)
+		}
+		if err != nil {
+			w.in.mu.Lock()
+			w.in.err = err
+			w.in.mu.Unlock()
+			w.in.cond.Signal()
+			return
+		}
+	}
+}
+
+// take handles one frame from the parent.
+func (w *pipeWorker) take(kind byte, d *dec) error {
+	switch kind {
+	case frameJob:
+		t, err := d.task()
+		if err != nil {
+			return err
+		}
+		t.arg = bytes.Clone(t.arg) // d's buffer is the reader's
+		w.in.mu.Lock()
+		w.in.tasks = append(w.in.tasks, t)
+		w.in.mu.Unlock()
+		w.in.cond.Signal()
+	case frameStop:
+		w.in.mu.Lock()
+		w.in.stop = true
+		w.in.mu.Unlock()
+		w.in.cond.Signal()
+	case frameCancel:
+		id, err := d.cancel()
+		if err != nil {
+			return err
+		}
+		w.in.mu.Lock()
+		if w.in.runID == id && w.in.runCancel != nil {
+			w.in.runCancel()
+		}
+		for _, t := range w.in.tasks {
+			if t.id == id {
+				t.cancelled = true
+			}
+		}
+		w.in.mu.Unlock()
+	default:
+		return fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
+	}
+	return nil
 }
 
 // flush writes what was encoded. w.mu is held, or no other goroutine writes.
@@ -411,21 +521,34 @@ func (w *pipeWorker) flush() error {
 }
 
 func (w *pipeWorker) next() (*task, bool, error) {
-	kind, d, err := w.fr.next()
-	if err != nil {
-		return nil, false, err
+	w.in.mu.Lock()
+	defer w.in.mu.Unlock()
+	for len(w.in.tasks) == 0 && !w.in.stop && w.in.err == nil {
+		w.in.cond.Wait()
 	}
-	switch kind {
-	case frameJob:
-		t, err := d.task()
-		return t, false, err
-	case frameStop:
+	switch {
+	case len(w.in.tasks) > 0:
+		t := w.in.tasks[0]
+		w.in.tasks[0] = nil
+		w.in.tasks = w.in.tasks[1:]
+		return t, false, nil
+	case w.in.stop:
 		return nil, true, nil
 	}
-	return nil, false, fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
+	return nil, false, w.in.err
 }
 
-func (w *pipeWorker) ready() bool { return w.fr.buffered() }
+func (w *pipeWorker) ready() bool {
+	w.in.mu.Lock()
+	defer w.in.mu.Unlock()
+	return len(w.in.tasks) > 0 || w.in.stop || w.in.err != nil
+}
+
+func (w *pipeWorker) running(id uint64, cancel context.CancelFunc) {
+	w.in.mu.Lock()
+	w.in.runID, w.in.runCancel = id, cancel
+	w.in.mu.Unlock()
+}
 
 func (w *pipeWorker) done(r *reply) error {
 	w.mu.Lock()
@@ -438,6 +561,13 @@ func (w *pipeWorker) state(s *workerState) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.e.state(s)
+	return w.flush()
+}
+
+func (w *pipeWorker) alive() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.e.alive()
 	return w.flush()
 }
 

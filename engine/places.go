@@ -25,6 +25,8 @@ type place struct {
 	helloBy  time.Time
 	timer    *time.Timer // wakes the scheduler at helloBy
 	timedOut bool        // killed for not answering the handshake
+	heard    time.Time   // when its worker last said something, or was sent its first job since
+	kill     *killing    // why the scheduler killed its worker, if it did
 	removed  bool        // the place is gone; only its figures remain
 
 	waitRound  uint64   // the dispatch round in which affinity made it wait
@@ -42,6 +44,16 @@ type place struct {
 	peakRSS       int64
 	cur           cachepool.Stats // the live process's last report
 	past          cachepool.Stats // of the place's earlier processes
+}
+
+// killing is why the scheduler killed a place's worker: the job it ran
+// (if the kill was for it) ends with status st and error err once the
+// worker has gone; silent says that the worker sent nothing for too long.
+type killing struct {
+	j      *job
+	st     Status
+	err    error
+	silent bool
 }
 
 // holds reports whether the worker of pl holds item k, or will once its
@@ -86,7 +98,7 @@ func (s *scheduler) startWorker(pl *place) error {
 
 // attach puts the worker of l in pl. p.mu is held.
 func (s *scheduler) attach(pl *place, l link) {
-	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.saidBye, pl.served = l, false, false, false, false, 0
+	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.saidBye, pl.served, pl.kill = l, false, false, false, false, 0, nil
 	if pid := l.pid(); pid != 0 {
 		pl.pid = pid
 	}

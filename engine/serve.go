@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,12 +38,34 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		fmt.Fprintln(os.Stderr, "poolrun worker: reading the window:", err)
 	}
 	fn := lookupFunc(t.fn)
-	if fn == nil {
+	switch {
+	case t.cancelled:
+		rep.outcome = outcomeCancelled
+		rep.payload = []byte("cancelled before it started")
+	case fn == nil:
 		rep.outcome = outcomeError
 		rep.payload = []byte(fmt.Sprintf("function %q is not registered in the worker process (register it in a package-level var, and call engine.Init first in main)", t.fn))
-	} else {
-		res, panicked, err := call(ctx, fn, t.arg, r.cache, r.maxValue)
+	default:
+		// The job's context ends with the worker's, at the job's timeout,
+		// or when the parent cancels the job.
+		jctx, cancel := context.WithCancelCause(ctx)
+		if t.timeout > 0 {
+			var stop context.CancelFunc
+			jctx, stop = context.WithTimeout(jctx, t.timeout)
+			defer stop()
+		}
+		wc.running(t.id, func() { cancel(errParentCancelled) })
+		r.busy.Store(true)
+		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
+		r.busy.Store(false)
+		wc.running(0, nil)
 		switch {
+		case t.timeout > 0 && errors.Is(jctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+			rep.outcome = outcomeTimedOut
+			rep.payload = []byte(errText(err, panicked))
+		case errors.Is(context.Cause(jctx), errParentCancelled):
+			rep.outcome = outcomeCancelled
+			rep.payload = []byte(errText(err, panicked))
 		case panicked != nil:
 			rep.outcome = outcomePanic
 			rep.payload = []byte(panicked.Value.(string))
@@ -53,6 +76,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		default:
 			rep.payload = res
 		}
+		cancel(nil)
 	}
 	rep.elapsed = time.Since(rep.start)
 	r.cur = nil
@@ -66,6 +90,41 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	rep.stats = r.cache.Stats()
 	r.report(rep)
 	return rep
+}
+
+// errParentCancelled is the cause of a job's context that the parent
+// cancelled.
+var errParentCancelled = errors.New("cancelled by the pool")
+
+// errText says how a job whose context ended returned: "" if it returned
+// a value.
+func errText(err error, panicked *PanicError) string {
+	switch {
+	case panicked != nil:
+		return "panic: " + panicked.Value.(string)
+	case err != nil:
+		return err.Error()
+	}
+	return ""
+}
+
+// heartbeat tells the parent that the worker lives, every d while a job
+// runs, until stop is closed.
+func (r *runner) heartbeat(wc workerConn, d time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if r.busy.Load() {
+				if wc.alive() != nil {
+					return
+				}
+			}
+		}
+	}
 }
 
 // call runs fn on arg with the worker's cache; a panic comes back as a
@@ -99,6 +158,12 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); r.idleEvict(wc, stop) }()
+		defer func() { close(stop); <-done }()
+	}
+	if params.heartbeat > 0 {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); r.heartbeat(wc, params.heartbeat, stop) }()
 		defer func() { close(stop); <-done }()
 	}
 	for {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -42,6 +43,10 @@ type link interface {
 	// pid is the worker's process id where the transport knows it before
 	// the hello (which tells it in any case), else 0.
 	pid() int
+	// cancel asks the worker to cancel job id, sent to it earlier: to
+	// cancel its context if it runs, or to skip it if it has not started.
+	// Either way the worker replies to it.
+	cancel(id uint64)
 }
 
 // A msg is one thing a worker said, or its end. Exactly one of hello,
@@ -52,6 +57,7 @@ type msg struct {
 	replies []*reply     // finished jobs, in the order they finished
 	state   *workerState // what an idle worker evicted
 	bye     *byeInfo
+	alive   bool  // a busy worker lives
 	died    error // the worker is gone, and why
 	// lastWords are, with died, the last lines the worker wrote to its
 	// stderr, where the transport knows them.
@@ -66,6 +72,9 @@ type workerParams struct {
 	memLimit int64 // the Go runtime's soft memory limit; 0: unchanged
 	idle     bool  // follow the window while waiting for a job
 	maxValue int64 // the largest encoded result, see MaxValueSize
+	// heartbeat is how often a busy worker says that it lives (see
+	// SilenceLimit); 0: never.
+	heartbeat time.Duration
 }
 
 // residentItem is an item a worker holds, with its size (as its Size
@@ -108,6 +117,12 @@ type task struct {
 	// order lists, with a cache budget, the worker's items that the job
 	// does not need, the one whose next use lies furthest ahead first.
 	order []uint64
+	// timeout bounds the job's run time, from when the worker starts it
+	// (see Timeout); 0: none.
+	timeout time.Duration
+	// cancelled: the parent cancelled the job before it started (the
+	// worker's side only).
+	cancelled bool
 }
 
 // Outcomes of a job, in a reply.
@@ -115,6 +130,10 @@ const (
 	outcomeOK byte = iota
 	outcomeError
 	outcomePanic
+	// The job's context ended before it returned, whatever it returned:
+	// its timeout passed, or the parent cancelled it (payload: why).
+	outcomeTimedOut
+	outcomeCancelled
 )
 
 // reply is a worker's report of one finished job.
@@ -145,14 +164,21 @@ type reply struct {
 // it.
 type workerConn interface {
 	// next returns the next task, or stop (true) when the parent asks the
-	// worker to stop; io.EOF when the parent is gone.
+	// worker to stop; io.EOF when the parent is gone. A task the parent
+	// has cancelled is returned with cancelled set.
 	next() (t *task, stop bool, err error)
 	// ready reports whether next would return without waiting.
 	ready() bool
+	// running says which task runs now (0: none), and cancel cancels it:
+	// a cancel for that task from the parent calls cancel.
+	running(id uint64, cancel context.CancelFunc)
+	// alive tells the parent that the worker lives; it may be called from
+	// another goroutine, as state may.
+	alive() error
 	// done reports a finished job.
 	done(r *reply) error
 	// state reports what the worker evicted while idle; it may be called
-	// from another goroutine than the others, never at the same time.
+	// from another goroutine than the others.
 	state(s *workerState) error
 	// bye reports the cache's final statistics; nothing follows.
 	bye(b *byeInfo) error

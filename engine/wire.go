@@ -17,7 +17,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 3
+	protoVersion = 4
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -27,8 +27,8 @@ const (
 	growStep = 1 << 20
 )
 
-// Frame kinds. Parent to worker: hello, job, stop. Worker to parent: hello,
-// done, state, bye.
+// Frame kinds. Parent to worker: hello, job, stop, cancel. Worker to
+// parent: hello, done, state, bye, alive.
 const (
 	frameHello byte = 1 + iota
 	frameJob
@@ -36,6 +36,8 @@ const (
 	frameDone
 	frameBye
 	frameState
+	frameCancel
+	frameAlive
 )
 
 // enc appends the fields of a frame to a buffer.
@@ -79,6 +81,7 @@ func (e *enc) hello(index int, wp workerParams) {
 	e.int(wp.memLimit)
 	e.bool(wp.idle)
 	e.int(wp.maxValue)
+	e.int(int64(wp.heartbeat))
 	e.end(at)
 }
 
@@ -117,10 +120,22 @@ func (e *enc) task(t *task) {
 	e.bytes(t.arg)
 	e.keys(t.keys)
 	e.keys(t.order)
+	e.int(int64(t.timeout))
 	e.end(at)
 }
 
 func (e *enc) stop() { e.end(e.begin(frameStop)) }
+
+// cancel asks a worker to cancel job id: its context if it runs, the job
+// itself if it has not started.
+func (e *enc) cancel(id uint64) {
+	at := e.begin(frameCancel)
+	e.uint(id)
+	e.end(at)
+}
+
+// alive tells the parent that a busy worker lives.
+func (e *enc) alive() { e.end(e.begin(frameAlive)) }
 
 func (e *enc) done(r *reply) {
 	at := e.begin(frameDone)
@@ -259,8 +274,12 @@ func (d *dec) hello() (uint64, workerParams, error) {
 	}
 	n, pol := d.uint(), d.uint()
 	wp.budget, wp.memLimit, wp.idle, wp.maxValue = d.int(), d.int(), d.bool(), d.int()
+	wp.heartbeat = time.Duration(d.int())
 	if d.err != nil {
 		return 0, wp, d.err
+	}
+	if wp.heartbeat < 0 {
+		return 0, wp, fmt.Errorf("engine: protocol: negative heartbeat %v", wp.heartbeat)
 	}
 	if pol >= numPolicies {
 		return 0, wp, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
@@ -331,7 +350,16 @@ func (d *dec) task() (*task, error) {
 	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
 	t.keys = d.keys()
 	t.order = d.keys()
+	t.timeout = time.Duration(d.int())
+	if t.timeout < 0 {
+		d.fail()
+	}
 	return t, d.err
+}
+
+func (d *dec) cancel() (uint64, error) {
+	id := d.uint()
+	return id, d.err
 }
 
 func (d *dec) state() (*workerState, error) {

@@ -111,31 +111,49 @@ func TestCancel(t *testing.T) {
 	modes(t, func(t *testing.T, workers int) {
 		dir := t.TempDir()
 		p := engine.New(engine.Workers(workers))
-		long := engine.Queue(p, stamp, 300*time.Millisecond)
+		long := engine.Queue(p, stamp, time.Minute)
 		queued := engine.Queue(p, touch, filepath.Join(dir, "queued"))
 		after := engine.Queue(p, touch, filepath.Join(dir, "after"), engine.After(queued))
 		if err := queued.Cancel("not wanted"); err != nil {
 			t.Fatalf("Cancel before Run: %v", err)
 		}
-		var runningErr error
+		var runningErr, againErr error
 		p.Go(func(ctx context.Context) error {
 			for long.Status() != engine.Running {
 				time.Sleep(time.Millisecond)
 			}
-			runningErr = long.Cancel("too late")
+			runningErr = long.Cancel("no longer wanted")
+			againErr = long.Cancel("twice")
 			return nil
 		})
+		start := time.Now()
 		if err := p.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if !errors.Is(runningErr, engine.ErrNotCancellable) {
-			t.Errorf("Cancel of a running job: %v, want ErrNotCancellable", runningErr)
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("Run took %v: the running job was not cancelled", took)
+		}
+		if runningErr != nil {
+			t.Errorf("Cancel of a running job: %v", runningErr)
+		}
+		if !errors.Is(againErr, engine.ErrNotCancellable) {
+			t.Errorf("second Cancel of a running job: %v, want ErrNotCancellable", againErr)
 		}
 		if err := long.Cancel("finished"); !errors.Is(err, engine.ErrNotCancellable) {
 			t.Errorf("Cancel of a finished job: %v, want ErrNotCancellable", err)
 		}
-		if long.Status() != engine.Succeeded {
-			t.Errorf("long job: %v", long.Status())
+		// stamp returns when its context ends: the job returned, and ended
+		// Cancelled with the reason given.
+		_, lerr := long.Result()
+		var lce *engine.CancelledError
+		if long.Status() != engine.Cancelled || !errors.As(lerr, &lce) || lce.Reason != "no longer wanted" {
+			t.Errorf("long job: %v, %v", long.Status(), lerr)
+		}
+		if a := long.Attempts(); len(a) != 1 || a[0].Status != engine.Cancelled || a[0].Worker != 1 {
+			t.Errorf("long job's attempts: %+v", a)
+		}
+		if r := p.Stats().Total().Restarts; r != 0 {
+			t.Errorf("%d restarts: a job that returns when cancelled costs no worker", r)
 		}
 		_, err := queued.Result()
 		var ce *engine.CancelledError
