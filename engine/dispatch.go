@@ -59,6 +59,8 @@ type scheduler struct {
 	earlyDeaths int
 	// lastAwake is when the loop last checked the running jobs.
 	lastAwake time.Time
+	// sharedOver: the shared window is overflowed.
+	sharedOver bool
 
 	// Memory over time, from the workers' reports: since acctAt the
 	// workers' caches held cacheSum bytes, staleBytes of them in items no
@@ -133,7 +135,7 @@ func (s *scheduler) publishLocked() {
 	if !s.perWorker {
 		if p.refs.changed && s.shared != nil {
 			s.publish = appendKeys(s.publish[:0], p.refs.n)
-			s.shared.publish(s.publish)
+			s.overflow(&s.sharedOver, s.shared.publish(s.publish), 0, len(s.publish))
 			p.refs.changed = false
 		}
 		return
@@ -144,11 +146,29 @@ func (s *scheduler) publishLocked() {
 			continue
 		}
 		s.publish = appendKeys(s.publish[:0], p.unsent.n)
-		s.publish = appendKeys(s.publish, pl.held.n)
-		pl.win.publish(s.publish)
+		for k := range pl.held.n {
+			if !p.unsent.has(k) {
+				s.publish = append(s.publish, k)
+			}
+		}
+		s.overflow(&pl.overflowed, pl.win.publish(s.publish), pl.index, len(s.publish))
 		pl.held.changed = false
 	}
 	p.unsent.changed = false
+}
+
+// overflow reports a window's going over its capacity, or fitting again:
+// *was is whether it was over, and becomes over. p.mu is held.
+func (s *scheduler) overflow(was *bool, over bool, worker, items int) {
+	if over == *was {
+		return
+	}
+	*was = over
+	kind := WindowFits
+	if over {
+		kind = WindowOverflow
+	}
+	s.p.emit(Event{Kind: kind, Worker: worker, Items: items, Capacity: s.p.cfg.capacity})
 }
 
 func appendKeys(dst []uint64, m map[uint64]int32) []uint64 {

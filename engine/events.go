@@ -27,9 +27,19 @@ const (
 	// terminated because the pool stopped early (Worker, PID, and the end
 	// in Err). Its place is filled again while the pool runs.
 	WorkerDied
+	// WindowOverflow: the unfinished jobs need more distinct items (Items)
+	// than a window has slots (Capacity, see [WindowCapacity]); the
+	// workers that read it keep every item they build until it fits
+	// again. Worker is the worker whose window it is with [EvictStale],
+	// 0 for the pool's one window with other policies.
+	WindowOverflow
+	// WindowFits: the window that overflowed holds the needed items again
+	// (Items, Capacity, Worker as for WindowOverflow); its workers evict
+	// what it no longer lists.
+	WindowFits
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -63,6 +73,9 @@ type Event struct {
 	Attempt int
 	// PID is the worker's process id (WorkerDied).
 	PID int
+	// Items and Capacity: the distinct items a window was to list, and its
+	// slots (WindowOverflow, WindowFits).
+	Items, Capacity int
 
 	// Counts holds the number of jobs in each status after the event,
 	// indexed by Status. CacheBytes is the memory that items resident in the

@@ -18,16 +18,17 @@ type place struct {
 	win   publisher // the window its workers read
 	held  refCounts // the keys of the jobs in flight on its worker
 
-	ready    bool // the worker said hello
-	joined   bool // the worker came by itself: not replaced when it goes
-	stopping bool // asked to stop: its end is expected
-	saidBye  bool // the worker said goodbye: it ends normally
-	helloBy  time.Time
-	timer    *time.Timer // wakes the scheduler at helloBy
-	timedOut bool        // killed for not answering the handshake
-	heard    time.Time   // when its worker last said something, or was sent its first job since
-	kill     *killing    // why the scheduler killed its worker, if it did
-	removed  bool        // the place is gone; only its figures remain
+	ready      bool // the worker said hello
+	joined     bool // the worker came by itself: not replaced when it goes
+	stopping   bool // asked to stop: its end is expected
+	saidBye    bool // the worker said goodbye: it ends normally
+	helloBy    time.Time
+	timer      *time.Timer // wakes the scheduler at helloBy
+	timedOut   bool        // killed for not answering the handshake
+	heard      time.Time   // when its worker last said something, or was sent its first job since
+	overflowed bool        // its window (EvictStale) is overflowed
+	kill       *killing    // why the scheduler killed its worker, if it did
+	removed    bool        // the place is gone; only its figures remain
 
 	waitRound  uint64   // the dispatch round in which affinity made it wait
 	order      []uint64 // evictionOrder for orderRound

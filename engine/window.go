@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"time"
 
 	"github.com/poolrun/poolrun/shm"
@@ -15,8 +16,9 @@ import (
 // publisher is the parent's side of the window.
 type publisher interface {
 	// publish replaces the set of required keys. More keys than the window
-	// holds is not an error: the window then says "keep everything".
-	publish(keys []uint64)
+	// holds is not an error: the window then says "keep everything", and
+	// publish reports it (over).
+	publish(keys []uint64) (over bool)
 	// gen is the window's generation: it grows with every publish that
 	// changes the set. A job sent with generation g must not run on an
 	// older view of the window.
@@ -49,9 +51,10 @@ type shmPublisher struct {
 	w *shm.Window
 }
 
-func (s shmPublisher) publish(keys []uint64) {
+func (s shmPublisher) publish(keys []uint64) bool {
 	// An overflow is not an error: the window says "keep everything".
-	s.w.Publish(keys)
+	_, err := s.w.Publish(keys)
+	return errors.Is(err, shm.ErrOverflow)
 }
 
 func (s shmPublisher) gen() uint64       { return s.w.Gen() }
@@ -81,7 +84,7 @@ func (v shmView) WaitGen(gen uint64, deadline time.Time) bool {
 // keeps the figures the window had for [Pool.Stats].
 type closedWindow struct{ g, n uint64 }
 
-func (c closedWindow) publish([]uint64)  {}
+func (c closedWindow) publish([]uint64) bool { return false }
 func (c closedWindow) gen() uint64       { return c.g }
 func (c closedWindow) publishes() uint64 { return c.n }
 func (c closedWindow) close() publisher  { return c }
