@@ -13,8 +13,9 @@ import (
 // wireSeeds are well-formed streams: a handshake, jobs, a done and a bye.
 func wireSeeds() [][]byte {
 	var e enc
-	e.hello(3, workerParams{policy: EvictNever, budget: 1 << 20})
-	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}, keys: []uint64{5, 6}, order: []uint64{7}})
+	e.hello(3, workerParams{policy: EvictNever, budget: 1 << 20, heartbeat: time.Second})
+	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}, keys: []uint64{5, 6}, order: []uint64{7}, timeout: time.Minute})
+	e.cancel(1)
 	e.stop()
 	a := bytes.Clone(e.b)
 	e.b = e.b[:0]
@@ -24,6 +25,7 @@ func wireSeeds() [][]byte {
 		stats:        cachepool.Stats{Hits: 1, Builds: 2, Evictions: 3, Resident: 4, Bytes: 5, PeakBytes: 6, BuildTime: 7},
 		residentSent: true, resident: []residentItem{{1, 10}, {2, 20}}})
 	e.state(&workerState{evicted: 1, resident: []residentItem{{3, 30}}})
+	e.alive()
 	e.bye(&byeInfo{stats: cachepool.Stats{Hits: 8}, peakRSS: 1 << 30})
 	return [][]byte{a, bytes.Clone(e.b), nil, {0, 0, 0, 0, frameStop}, {255, 255, 255, 63, frameJob, 1}}
 }
@@ -55,6 +57,8 @@ func FuzzFrames(f *testing.F) {
 				d.state()
 			case frameBye:
 				d.bye()
+			case frameCancel:
+				d.cancel()
 			}
 			if cap(fr.buf) > len(data)+growStep {
 				t.Fatalf("a %d-byte stream made the reader hold %d bytes", len(data), cap(fr.buf))
@@ -72,7 +76,7 @@ func FuzzFrameRoundTrip(f *testing.F) {
 		if evicted < 0 {
 			evicted = -evicted
 		}
-		tk := task{id: id, gen: gen, fn: fn, arg: arg}
+		tk := task{id: id, gen: gen, fn: fn, arg: arg, timeout: time.Duration(max(elapsed, 0))}
 		if len(arg) >= 8 {
 			tk.keys = []uint64{id, gen}
 			tk.order = []uint64{hits}
