@@ -28,9 +28,38 @@
 // A job is [Pending] until its dependencies have succeeded, then [Queued]
 // until a worker takes it, then [Running], and [Succeeded] or [Failed]. It
 // is [Cancelled] if it never ran (by [Job.Cancel], because a dependency did
-// not succeed, by fail-fast, or because the pool was stopped) and [Aborted]
-// if its worker died under it. Listeners ([OnEvent]) see every change, in
-// order, from one goroutine.
+// not succeed, by fail-fast, or because the pool was stopped) or was
+// cancelled while it ran, and [Aborted] if its worker died under it.
+// Listeners ([OnEvent]) see every change, in order, from one goroutine.
+//
+// # Faults
+//
+// What a pool does when things go wrong, so that a crash, a stuck job or a
+// lost worker gives a clear answer and loses nothing:
+//
+//   - A worker that dies is replaced; the job it ran is Aborted, or queued
+//     again for another attempt with [Retries] or [JobRetries] (a job that
+//     returned an error is not retried). [Job.Attempts] lists the runs.
+//     The processes the dead worker's jobs started, and left running, are
+//     killed with it (every process of its session).
+//   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's
+//     context is cancelled and the job Failed with a [*TimeoutError]
+//     (wrapping [context.DeadlineExceeded]); if it has not returned after
+//     [CancelGrace], its worker is killed and replaced.
+//   - [Job.Cancel] cancels a running job's context in the same way.
+//   - A worker that has jobs and says nothing for [SilenceLimit] (30 s by
+//     default; a busy worker says it lives several times as often) is
+//     killed and its job Aborted (or retried): a worker stopped with
+//     SIGSTOP, or whose reply pipe a stray write broke, cannot hang a
+//     pool. Without a timeout, a job that runs for ever while its worker
+//     lives keeps the pool waiting: that is what Timeout is for.
+//   - Five workers in a row that die before they finish a job end Run with
+//     an error that quotes what the last one printed.
+//   - A job whose argument or result encodes to more than [MaxValueSize]
+//     fails with [ErrTooLarge]; the pool goes on.
+//   - More distinct needed items than a window has slots is safe: the
+//     workers then keep what they build until the set fits again, and
+//     events of kinds [WindowOverflow] and [WindowFits] say so.
 //
 // # The window
 //
@@ -66,9 +95,7 @@
 // serially in a goroutine of this process, with the same statuses, events,
 // window and eviction. A worker whose process dies is replaced, even one
 // that dies at start; the job it was running is Aborted with
-// [ErrWorkerDied]. Five workers in a row that die before they finish a job
-// (a program that never calls [Init], or whose start-up fails) make Run
-// fail instead. A worker exits on its own
+// [ErrWorkerDied] (see Faults). A worker exits on its own
 // when its parent dies. Among the jobs whose dependencies are met, the one
 // queued first starts first, except that a free worker prefers a job whose
 // items it already holds, or whose items no other worker holds, and may
@@ -98,12 +125,12 @@
 // policy.go (eviction policies). The parent's machinery: graph.go (the job
 // graph and the per-key reference counts), queue.go (the ready queue),
 // dispatch.go (the scheduler: publish, dispatch, replies, deaths,
-// shutdown), places.go (worker places and handshake deadlines). The seam:
+// timeouts, cancels and silence, shutdown), places.go (worker places and handshake deadlines). The seam:
 // transport.go (the typed messages between the scheduler and a worker, and
 // the interfaces a transport implements) and window.go (the window as the
 // parent publishes it and as a worker sees it). The pipe transport:
 // pipes.go (worker processes and serial mode over pipes), wire.go (its
 // frame codec), codec.go (the gob codec of values), proc_linux.go (how a
-// worker process is started). The worker: process.go (the process entry,
+// worker process is started), stderr.go (a worker's stderr, passed on). The worker: process.go (the process entry,
 // Init), serve.go (the serve loop), evict.go (the eviction runner).
 package engine
