@@ -85,9 +85,9 @@ func (v shmView) WaitGen(gen uint64, deadline time.Time) bool {
 type closedWindow struct{ g, n uint64 }
 
 func (c closedWindow) publish([]uint64) bool { return false }
-func (c closedWindow) gen() uint64       { return c.g }
-func (c closedWindow) publishes() uint64 { return c.n }
-func (c closedWindow) close() publisher  { return c }
+func (c closedWindow) gen() uint64           { return c.g }
+func (c closedWindow) publishes() uint64     { return c.n }
+func (c closedWindow) close() publisher      { return c }
 
 // WaitChange sleeps on the window's generation word until a publish
 // after generation after has begun (the generation is odd while one is
