@@ -457,9 +457,17 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	p.finish(j, st, err)
 }
 
-// ended records the end of j's run on the worker of pl. p.mu is held.
+// ended records the end of j's run on the worker of pl: its last, which
+// the job's own fields describe (see Job.Attempts), unless it is retried.
+// p.mu is held.
 func (s *scheduler) ended(pl *place, j *job, start, end time.Time, st Status, err error) {
-	j.attempts = append(j.attempts, Attempt{Worker: pl.index, PID: pl.pid, Start: start, End: end, Status: st, Err: err})
+	j.pid, j.started, j.ended = pl.pid, start, end
+}
+
+// retried records the end of j's run on the worker of pl, which is to be
+// run again. p.mu is held.
+func (s *scheduler) retried(pl *place, j *job, start, end time.Time, err error) {
+	j.attempts = append(j.attempts, Attempt{Worker: pl.index, PID: pl.pid, Start: start, End: end, Status: Aborted, Err: err})
 }
 
 // cancelRunning asks the worker that runs j to cancel it, and reports
@@ -630,7 +638,7 @@ func (s *scheduler) runEnded(pl *place, j *job, why error, stopping bool) {
 	case stopping:
 		err = fmt.Errorf("%w: %v %v", errStopped, pl, why)
 	case j.retries > 0 && s.fatal == nil && p.state == PoolRunning:
-		s.ended(pl, j, j.runSince, now, Aborted, err)
+		s.retried(pl, j, j.runSince, now, err)
 		j.retries--
 		j.err = err // for the event
 		p.setStatus(j, Queued)

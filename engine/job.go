@@ -39,7 +39,8 @@ type job struct {
 	retries  int           // how many more times it may be run again (Retries)
 	timeout  time.Duration // its run time's bound; 0: none
 	tries    int           // the runs it was sent for
-	attempts []Attempt     // its runs that ended
+	attempts []Attempt     // its runs that ended and were retried
+	pid      int           // the process that ran its last run
 	runSince time.Time     // when its current run started, as the pool saw it
 
 	// cancelled: Cancel was called while it ran, with reason, at
@@ -125,7 +126,13 @@ func (j *Job[R]) Attempts() []Attempt {
 	p := j.j.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(j.j.attempts)
+	r := j.j
+	as := slices.Clone(r.attempts)
+	if st := r.Status(); st.Done() && r.tries > len(r.attempts) {
+		// The last run: the job's own fields.
+		as = append(as, Attempt{Worker: r.worker, PID: r.pid, Start: r.started, End: r.ended, Status: st, Err: r.err})
+	}
+	return as
 }
 
 // Cancel cancels a job: it becomes Cancelled, with a [*CancelledError]

@@ -5,9 +5,11 @@ package engine
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,27 +55,41 @@ func queueLoad(p *Pool, n int, items []cachepool.Handle) []*Job[int] {
 // BenchmarkQueuedJobMemory queues a graph of 100,000 small jobs into a pool
 // (not run) and reports the heap it retains, with the pool and the jobs'
 // handles still referenced, per job ("B/job"; the bound is 1024),
-// and the size of the job record itself ("record-B").
+// and the size of the job record itself ("record-B"): without a listener,
+// and with one (OnEvent), whose events wait in memory until Run delivers
+// them.
 func BenchmarkQueuedJobMemory(b *testing.B) {
 	items := make([]cachepool.Handle, 200)
 	for i := range items {
 		items[i] = handle(fmt.Sprint("load.item", i))
 	}
-	var perJob float64
-	for b.Loop() {
-		before := heapAfterGC()
-		p := New(Workers(2))
-		jobs := queueLoad(p, loadJobs, items)
-		after := heapAfterGC()
-		if got := p.counts[Pending] + p.counts[Queued]; got != loadJobs {
-			b.Fatalf("%d jobs pending or queued, want %d", got, loadJobs)
+	for _, listener := range []bool{false, true} {
+		name := "plain"
+		if listener {
+			name = "listener"
 		}
-		runtime.KeepAlive(p)
-		runtime.KeepAlive(jobs)
-		perJob = (float64(after) - float64(before)) / loadJobs
+		b.Run(name, func(b *testing.B) {
+			var opts []Option
+			if listener {
+				opts = append(opts, OnEvent(func(Event) {}))
+			}
+			var perJob float64
+			for b.Loop() {
+				before := heapAfterGC()
+				p := New(opts...)
+				jobs := queueLoad(p, loadJobs, items)
+				after := heapAfterGC()
+				if got := p.counts[Pending] + p.counts[Queued]; got != loadJobs {
+					b.Fatalf("%d jobs pending or queued, want %d", got, loadJobs)
+				}
+				runtime.KeepAlive(p)
+				runtime.KeepAlive(jobs)
+				perJob = (float64(after) - float64(before)) / loadJobs
+			}
+			b.ReportMetric(perJob, "B/job")
+			b.ReportMetric(float64(reflect.TypeFor[job]().Size()), "record-B")
+		})
 	}
-	b.ReportMetric(perJob, "B/job")
-	b.ReportMetric(float64(reflect.TypeFor[job]().Size()), "record-B")
 }
 
 // depSizes are the two graph sizes whose per-job costs
@@ -122,6 +138,53 @@ func runGraph(p *Pool) int {
 	return n
 }
 
+// TestReadyQueueInOrder drives the ready queue as large graphs do: runs of
+// jobs pushed in order of id (the sorted groups' constant-time path),
+// popped as they go, with now and then a job pushed out of order (sent back
+// by a worker's death), which makes its group a heap until it empties. The
+// lowest id comes first throughout.
+func TestReadyQueueInOrder(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var q readyQueue
+	var model []int // the ids queued, in increasing order
+	next, popped := 1, []int(nil)
+	sigs := []string{"", "a", "b"}
+	for range 20_000 {
+		switch r := rng.IntN(100); {
+		case r < 50: // the next job in order
+			q.push(&job{id: next, sig: sigs[next%len(sigs)]})
+			model = append(model, next)
+			next++
+		case r < 53 && len(popped) > 0: // one back out of order
+			i := rng.IntN(len(popped))
+			id := popped[i]
+			popped = slices.Delete(popped, i, i+1)
+			q.push(&job{id: id, sig: sigs[id%len(sigs)]})
+			model = append(model, id)
+			slices.Sort(model)
+		case len(model) > 0:
+			got := q.peek()
+			if got == nil || got.id != model[0] {
+				t.Fatalf("peek: %v, want job %d", got, model[0])
+			}
+			q.pop()
+			popped = append(popped, model[0])
+			model = model[1:]
+		}
+	}
+	for _, want := range model {
+		if got := q.peek(); got == nil || got.id != want {
+			t.Fatalf("draining: %v, want job %d", got, want)
+		}
+		q.pop()
+	}
+	if q.peek() != nil || len(q.groups) != 0 {
+		t.Fatalf("queue not empty after draining: %d groups", len(q.groups))
+	}
+}
+
 // threadTime returns the CPU time the calling thread has used, in user and
 // system mode: the work done, without the time other processes of a busy
 // machine took from it, nor the runtime's own threads' (the scavenger's).
@@ -142,28 +205,30 @@ const depSamples = 3
 // queueing a graph and running it to its end (see runGraph), for a chain
 // and a fan-in of 5,000 and of 50,000 jobs. A sample of the small size runs
 // its graph ten times, one of the large size once, so that both handle as
-// many jobs. It reports the CPU time per job (its thread's, see threadTime)
-// of the least of depSamples samples at each size ("cpu-ns/job-5k", "cpu-ns/job-50k") and their ratio
-// ("cost-ratio-10x"): near 1 when the cost grows linearly with the graph,
-// near 10 when quadratically.
+// many jobs; samples of the two sizes alternate, depSamples of each per
+// iteration. It reports the CPU time per job (its thread's, see
+// threadTime) of the least sample of each size ("cpu-ns/job-5k",
+// "cpu-ns/job-50k") and their ratio ("cost-ratio-10x"): near 1 when the
+// cost grows linearly with the graph, near 10 when quadratically.
 //
-// The figures are the engine's work, not the memory system's: the
-// collector is off while a graph runs, and runs between graphs (otherwise
-// small graphs, whose heap stays under the collector's 4 MB minimum, would
-// pay less for it per job than large ones), and the samples of one size
-// follow each other, the large first, right after an untimed large graph
-// has grown the heap (otherwise the runtime returns the heap to the system
-// while small graphs run, and the large one pays page faults). The least
-// sample drops the noise of a busy machine.
+// The figures are the engine's work, not the memory system's: every sample
+// starts on a freshly collected heap and allocates as much as another (50,000
+// jobs' worth), and the collector does not run during a sample (otherwise
+// a small graph, whose heap stays under the collector's 4 MB minimum, would
+// pay less for it per job than a large one, and the runtime would return to
+// the system, between large graphs, the memory the next one faults in
+// again). The least sample drops the noise of a busy machine.
 func BenchmarkDependencies(b *testing.B) {
 	small, large := depSizes[0], depSizes[1]
 	for _, shape := range depShapes {
 		b.Run(shape.name, func(b *testing.B) {
-			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			// The collector runs only when called (a percentage this
+			// large keeps the runtime's heap goal, and what it retains
+			// for the next sample, far above any graph here).
+			defer debug.SetGCPercent(debug.SetGCPercent(1 << 20))
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			run := func(n int) time.Duration {
-				runtime.GC()
 				start := threadTime()
 				p := New(Workers(0))
 				last := shape.build(p, n)
@@ -174,13 +239,13 @@ func BenchmarkDependencies(b *testing.B) {
 				}
 				return spent
 			}
-			run(large) // the heap grows to the large graph once, untimed
+			run(large) // the heap grows to a sample's size once, untimed
 			least := [2]time.Duration{math.MaxInt64, math.MaxInt64}
 			b.ReportAllocs()
 			for b.Loop() {
-				for _, s := range []int{1, 0} { // the large size first
-					n := depSizes[s]
-					for range depSamples {
+				for range depSamples {
+					for s, n := range depSizes {
+						runtime.GC()
 						var spent time.Duration
 						for range large / n {
 							spent += run(n)

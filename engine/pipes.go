@@ -435,8 +435,8 @@ type pipeWorker struct {
 		stop  bool
 		err   error // the end of the stream: io.EOF, or what went wrong
 
-		runID     uint64             // the task that runs, or 0
-		runCancel context.CancelFunc // cancels its context
+		runID     uint64                  // the task that runs, or 0
+		runCancel context.CancelCauseFunc // cancels its context
 	}
 }
 
@@ -499,7 +499,7 @@ func (w *pipeWorker) take(kind byte, d *dec) error {
 		}
 		w.in.mu.Lock()
 		if w.in.runID == id && w.in.runCancel != nil {
-			w.in.runCancel()
+			w.in.runCancel(errParentCancelled)
 		}
 		for _, t := range w.in.tasks {
 			if t.id == id {
@@ -544,7 +544,7 @@ func (w *pipeWorker) ready() bool {
 	return len(w.in.tasks) > 0 || w.in.stop || w.in.err != nil
 }
 
-func (w *pipeWorker) running(id uint64, cancel context.CancelFunc) {
+func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.in.mu.Lock()
 	w.in.runID, w.in.runCancel = id, cancel
 	w.in.mu.Unlock()

@@ -130,13 +130,13 @@ func TestPolicyString(t *testing.T) {
 // discardConn is a workerConn whose reports go nowhere.
 type discardConn struct{}
 
-func (discardConn) next() (*task, bool, error)         { return nil, true, nil }
-func (discardConn) ready() bool                        { return false }
-func (discardConn) done(*reply) error                  { return nil }
-func (discardConn) state(s *workerState) error         { lastState = s; return nil }
-func (discardConn) bye(*byeInfo) error                 { return nil }
-func (discardConn) alive() error                       { return nil }
-func (discardConn) running(uint64, context.CancelFunc) {}
+func (discardConn) next() (*task, bool, error)              { return nil, true, nil }
+func (discardConn) ready() bool                             { return false }
+func (discardConn) done(*reply) error                       { return nil }
+func (discardConn) state(s *workerState) error              { lastState = s; return nil }
+func (discardConn) bye(*byeInfo) error                      { return nil }
+func (discardConn) alive() error                            { return nil }
+func (discardConn) running(uint64, context.CancelCauseFunc) {}
 
 // lastState is the last state a discardConn was given.
 var lastState *workerState

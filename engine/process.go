@@ -64,6 +64,11 @@ func serveProcess(version string) int {
 	// os.NewFile never fails for these numbers; whether the descriptors are
 	// open, and what they are, shm.Open and the handshake find out.
 	winFile := os.NewFile(fdWindow, "window")
+	// The parent's frames are read by a goroutine that hands tasks to the
+	// serve loop; in non-blocking mode it waits in the network poller, so
+	// that the serve loop it wakes runs at once on the same thread rather
+	// than after the runtime takes back a thread blocked in read.
+	syscall.SetNonblock(fdJobs, true)
 	in := os.NewFile(fdJobs, "jobs")
 	out := os.NewFile(fdReply, "replies")
 	// The protocol's descriptors are this process's alone: processes that

@@ -28,8 +28,18 @@ type readyQueue struct {
 type readyGroup struct {
 	sig  string   // the key set, as bytes
 	keys []uint64 // the key set
-	jobs []*job   // a min-heap by id
+	jobs []*job   // a min-heap by id (see sorted)
 	at   int      // index in heads
+
+	// sorted says that jobs is in increasing order of id, which makes it
+	// a min-heap too: as long as every job pushed comes after those
+	// there (as jobs do that are queued in order, or released in order by
+	// their dependencies), a push appends and a pop takes the first, each
+	// in constant time, where a heap's pop costs a walk of log n jobs
+	// scattered in memory. The first job pushed out of order (one sent
+	// back to the queue by a worker's death, one released early) makes
+	// the group a heap until it empties.
+	sorted bool
 }
 
 // sigOf returns the bytes of a sorted key set, a group's name. It is
@@ -53,10 +63,10 @@ func (q *readyQueue) push(j *job) {
 	sig := j.sig
 	g := q.groups[sig]
 	if g == nil {
-		g = &readyGroup{sig: sig, keys: j.keys, at: -1}
+		g = &readyGroup{sig: sig, keys: j.keys, at: -1, sorted: true}
 		q.groups[sig] = g
 	}
-	jobsPush(&g.jobs, j)
+	g.push(j)
 	if g.at < 0 {
 		g.at = len(q.heads)
 		q.heads = append(q.heads, g)
@@ -79,7 +89,7 @@ func (q *readyQueue) pop() { q.popFrom(q.heads[0]) }
 
 // popFrom removes the lowest id of group g.
 func (q *readyQueue) popFrom(g *readyGroup) {
-	jobsPop(&g.jobs)
+	g.pop()
 	if len(g.jobs) > 0 {
 		q.down(g.at)
 		return
@@ -164,6 +174,26 @@ func (q *readyQueue) down(i int) {
 		q.swap(i, m)
 		i = m
 	}
+}
+
+// push adds j to the group's jobs.
+func (g *readyGroup) push(j *job) {
+	if n := len(g.jobs); g.sorted && (n == 0 || g.jobs[n-1].id < j.id) {
+		g.jobs = append(g.jobs, j)
+		return
+	}
+	g.sorted = false
+	jobsPush(&g.jobs, j)
+}
+
+// pop removes the group's job with the lowest id.
+func (g *readyGroup) pop() {
+	if g.sorted {
+		g.jobs[0] = nil // the array keeps no job alive that has left
+		g.jobs = g.jobs[1:]
+		return
+	}
+	jobsPop(&g.jobs)
 }
 
 // jobsPush and jobsPop keep a min-heap of jobs by id.

@@ -54,7 +54,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 			jctx, stop = context.WithTimeout(jctx, t.timeout)
 			defer stop()
 		}
-		wc.running(t.id, func() { cancel(errParentCancelled) })
+		wc.running(t.id, cancel)
 		r.busy.Store(true)
 		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
 		r.busy.Store(false)

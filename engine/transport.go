@@ -171,7 +171,7 @@ type workerConn interface {
 	ready() bool
 	// running says which task runs now (0: none), and cancel cancels it:
 	// a cancel for that task from the parent calls cancel.
-	running(id uint64, cancel context.CancelFunc)
+	running(id uint64, cancel context.CancelCauseFunc)
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
