@@ -25,6 +25,11 @@ func encodeValue[T any](v T, limit int) ([]byte, error) {
 	if b.Len() > limit {
 		return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d (engine.MaxValueSize)", ErrTooLarge, b.Len(), limit)
 	}
+	if b.Cap()-b.Len() > 16 {
+		// A queued job keeps its argument until it has run: no room to
+		// spare (a small value's buffer has 64 bytes).
+		return bytes.Clone(b.Bytes()), nil
+	}
 	return b.Bytes(), nil
 }
 

@@ -94,12 +94,37 @@ func (e Event) Total() int {
 }
 
 // events queues a pool's events for delivery to its listeners, so that the
-// scheduler never waits for a listener.
+// scheduler never waits for a listener. The queue holds them in a compact
+// form (events of the jobs queued before Run wait there until Run starts
+// delivering: two per job).
 type events struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  []Event
+	queue  []eventRecord
 	closed bool
+}
+
+// eventRecord is an Event as it waits in the queue: about half the size.
+type eventRecord struct {
+	fn                                    string
+	labels                                map[string]string
+	err                                   error
+	time                                  int64 // Unix ns
+	cacheBytes                            int64
+	jobID                                 int64
+	worker, attempt, pid, items, capacity int32
+	counts                                [numStatuses]int32
+	kind, pool, old, new                  uint8
+}
+
+func (r *eventRecord) event() Event {
+	e := Event{Kind: EventKind(r.kind), Time: time.Unix(0, r.time), Pool: PoolState(r.pool), JobID: int(r.jobID), Func: r.fn, Labels: r.labels,
+		Old: Status(r.old), New: Status(r.new), Worker: int(r.worker), Err: r.err, Attempt: int(r.attempt), PID: int(r.pid),
+		Items: int(r.items), Capacity: int(r.capacity), CacheBytes: r.cacheBytes}
+	for i, c := range r.counts {
+		e.Counts[i] = int(c)
+	}
+	return e
 }
 
 // emit records an event for the listeners, stamped with the pool's state,
@@ -108,15 +133,19 @@ func (p *Pool) emit(e Event) {
 	if p.cfg.listener == nil {
 		return
 	}
-	e.Time = time.Now()
-	e.Pool = p.state
-	e.Counts = p.counts
-	if p.sched != nil {
-		e.CacheBytes = p.sched.cacheBytes()
+	now := time.Now()
+	r := eventRecord{fn: e.Func, labels: e.Labels, err: e.Err, time: now.UnixNano(), jobID: int64(e.JobID),
+		worker: int32(e.Worker), attempt: int32(e.Attempt), pid: int32(e.PID), items: int32(e.Items), capacity: int32(e.Capacity),
+		kind: uint8(e.Kind), pool: uint8(p.state), old: uint8(e.Old), new: uint8(e.New)}
+	for i, c := range p.counts {
+		r.counts[i] = int32(c)
 	}
-	p.lastEvent = e.Time
+	if p.sched != nil {
+		r.cacheBytes = p.sched.cacheBytes()
+	}
+	p.lastEvent = now
 	p.ev.mu.Lock()
-	p.ev.queue = append(p.ev.queue, e)
+	p.ev.queue = append(p.ev.queue, r)
 	p.ev.mu.Unlock()
 	p.ev.cond.Signal()
 }
@@ -131,7 +160,7 @@ func (p *Pool) setState(s PoolState) {
 // is closed and empty; then it closes done.
 func (p *Pool) deliver(done chan<- struct{}) {
 	defer close(done)
-	var batch []Event
+	var batch []eventRecord
 	q := &p.ev
 	for {
 		q.mu.Lock()
@@ -144,8 +173,8 @@ func (p *Pool) deliver(done chan<- struct{}) {
 		}
 		batch, q.queue = q.queue, batch[:0]
 		q.mu.Unlock()
-		for _, e := range batch {
-			p.cfg.listener(e)
+		for i := range batch {
+			p.cfg.listener(batch[i].event())
 		}
 		clear(batch)
 	}

@@ -52,7 +52,9 @@ func (p *Pool) add(j *job) {
 	if p.state == PoolClosed {
 		j.err = fmt.Errorf("job queued after the pool ended: %w", ErrPoolClosed)
 		j.status.Store(int32(Cancelled))
-		close(j.done)
+		if j.done != nil {
+			close(j.done)
+		}
 		return
 	}
 	j.id = len(p.jobs) + 1
@@ -145,7 +147,9 @@ func (p *Pool) finish(j *job, s Status, err error) {
 			todo = append(todo, end{d, Cancelled, depError(j)})
 		}
 		j.dependents = nil
-		close(j.done)
+		if j.done != nil {
+			close(j.done)
+		}
 		if e.s == Failed || e.s == Aborted {
 			p.errs = append(p.errs, &JobError{JobID: j.id, Func: j.fn.name, Labels: j.labels, Err: e.err})
 			p.failure()

@@ -34,7 +34,7 @@ type job struct {
 	result []byte
 
 	added, started, ended time.Time
-	done                  chan struct{}
+	done                  chan struct{} // made by Job.Done; closed when the job is done
 
 	retries  int           // how many more times it may be run again (Retries)
 	timeout  time.Duration // its run time's bound; 0: none
@@ -75,7 +75,20 @@ func (j *Job[R]) ID() int { return j.j.id }
 func (j *Job[R]) Status() Status { return j.j.Status() }
 
 // Done returns a channel that is closed when the job's status is final.
-func (j *Job[R]) Done() <-chan struct{} { return j.j.done }
+func (j *Job[R]) Done() <-chan struct{} {
+	// Made when first asked for: most jobs are never waited for one by
+	// one, and a channel costs a queued job 96 bytes.
+	p := j.j.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if j.j.done == nil {
+		j.j.done = make(chan struct{})
+		if j.j.Status().Done() {
+			close(j.j.done)
+		}
+	}
+	return j.j.done
+}
 
 // Result returns the job's value once it Succeeded. Otherwise the value is
 // R's zero value and the error says why there is none: [ErrNotRun] (wrapped)
@@ -250,7 +263,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	j := &job{pool: p, fn: fn.e, labels: o.labels, done: make(chan struct{}),
+	j := &job{pool: p, fn: fn.e, labels: o.labels,
 		retries: p.cfg.retries, timeout: p.cfg.timeout}
 	if o.retries >= 0 {
 		j.retries = o.retries

@@ -200,7 +200,10 @@ func (s *scheduler) left(pl *place) {
 	}
 	delete(s.byLink, pl.l)
 	pl.l, pl.ready = nil, false
-	pl.past = addStats(pl.past, pl.cur)
+	// A process that has gone holds nothing, whatever it last reported.
+	gone := pl.cur
+	gone.Bytes, gone.Resident = 0, 0
+	pl.past = addStats(pl.past, gone)
 	pl.cur = cachepool.Stats{}
 	pl.resident = nil
 	if pl.timer != nil {
