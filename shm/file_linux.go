@@ -19,6 +19,11 @@ func createFile(size int) (*os.File, error) {
 		return createTempFile(size)
 	}
 	f := os.NewFile(uintptr(fd), "memfd:"+fileName)
+	// A memory file is made with mode 0777; the window is this user's alone.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("shm: %s: %w", f.Name(), err)
+	}
 	if err := f.Truncate(int64(size)); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("shm: sizing %s: %w", f.Name(), err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
 )
@@ -71,8 +72,9 @@ worker count runs every mode in turn, so that a machine that gets busier or
 quieter affects them alike. The table then shows medians, with the lowest
 and highest run in brackets where they differ.
 
-The output goes to a temporary folder, removed at the end, unless --out DIR
-is given: DIR/j<N>/<mode> (DIR/serial/<mode>) then holds each mode's last
+The output goes to a private temporary folder, removed at the end (or, if
+poolrun is killed, by the next poolrun run or bench), unless --out DIR is
+given: DIR/j<N>/<mode> (DIR/serial/<mode>) then holds each mode's last
 output. --json prints the figures of every run as JSON instead of the table,
 with each worker's cache peak, peak RSS and evictions; --report FILE writes
 that JSON to FILE as well.
@@ -258,11 +260,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if out, err = filepath.Abs(out); err != nil {
 			return badInput(err)
 		}
-		if err := os.MkdirAll(out, 0o755); err != nil {
+		if err := os.MkdirAll(out, 0o777); err != nil {
 			return badInput(fmt.Errorf("poolrun bench: output folder: %w", err))
 		}
 	} else {
-		if out, err = os.MkdirTemp("", "poolrun-bench-*"); err != nil {
+		// Temporary folders of benchmarks that were killed.
+		execflow.SweepScratch("")
+		// A private folder that the next poolrun's sweep removes should
+		// this one be killed before it removes it itself.
+		if out, err = execflow.MakeTempDir("", "bench"); err != nil {
 			return fmt.Errorf("poolrun bench: %w", err)
 		}
 		defer os.RemoveAll(out)
@@ -459,7 +465,7 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	if err := os.RemoveAll(dir); err != nil {
 		return run, fmt.Errorf("%s: %w", where, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return run, fmt.Errorf("%s: output folder: %w", where, err)
 	}
 	pf := f.pool

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
@@ -45,7 +48,10 @@ command that exits non-zero fails its job (exit status 1 at the end), with
 its exit status and the last lines of its standard error in the messages
 and the report; a job whose worker died is Aborted, and named the same way.
 The other jobs go on unless --fail-fast. Commands inherit poolrun's
-environment and working folder, plus $POOLRUN_JOB (the job id).
+environment (less its POOLRUN_* variables) and working folder, plus
+$POOLRUN_JOB (the job id), and no open file but standard input (from
+/dev/null), output and error. Ctrl-Z stops the commands with poolrun, and
+fg or bg continues them all.
 
 A workflow file larger than 16 MiB (workflow.MaxFileSize) is refused (exit
 status 2). -j is capped at the number of jobs of the workflow: no worker
@@ -77,16 +83,20 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return badInput(err)
 	}
 	f.capWorkers(len(wf.Jobs))
-	// Scratch folders of runs that were killed: their artefacts are of no use.
+	// Scratch and temporary folders of poolruns and workers that were
+	// killed: their artefacts are of no use.
 	execflow.SweepScratch("")
 
+	var opts execflow.Options
 	s := newSession(&f, stderr)
-	p := engine.New(s.options()...)
-	jobs, err := execflow.Queue(p, wf, execflow.Options{})
+	// A worker that dies has its scratch folder removed at once.
+	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts))...)
+	jobs, err := execflow.Queue(p, wf, opts)
 	if err != nil {
 		return badInput(err)
 	}
-	if handles, err := execflow.ItemHandles(wf, execflow.Options{}); err == nil {
+	defer suspendWithWork(p)()
+	if handles, err := execflow.ItemHandles(wf, opts); err == nil {
 		var items []cachepool.Handle
 		for _, h := range handles {
 			items = append(items, h)
@@ -100,6 +110,49 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		printFailures(stderr, wf, jobs)
 	}
 	return s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
+}
+
+// suspendWithWork makes a stop from the terminal (Ctrl-Z: SIGTSTP) stop
+// the whole run, which the terminal's signal does not reach, and returns
+// the function that ends this: on SIGTSTP every process of the run's work
+// is stopped ([execflow.Suspend]), then poolrun stops itself (SIGSTOP);
+// once poolrun is continued (SIGCONT: a shell's fg or bg), so is the work.
+func suspendWithWork(p *engine.Pool) (stop func()) {
+	tstp := make(chan os.Signal, 1)
+	cont := make(chan os.Signal, 1)
+	signal.Notify(tstp, syscall.SIGTSTP)
+	signal.Notify(cont, syscall.SIGCONT)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-tstp:
+			case <-done:
+				return
+			}
+			select {
+			case <-cont: // an earlier one
+			default:
+			}
+			resume := execflow.Suspend(p)
+			// The stop may reach another thread first, and this one only
+			// later: the SIGCONT that ends it says this process ran again.
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			select {
+			case <-cont:
+			case <-done:
+			}
+			resume()
+		}
+	}()
+	return func() {
+		signal.Stop(tstp)
+		signal.Stop(cont)
+		close(done)
+		<-finished
+	}
 }
 
 // printFailures prints, for each failed job, its command's exit status and

@@ -86,6 +86,8 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, fmt.Errorf("starting sh: %w", err)
 	}
 	g.set(cmd.Process.Pid)
+	running.add(cmd.Process.Pid)
+	defer running.remove(cmd.Process.Pid)
 
 	tail := newTailWriter(c.tailLines)
 	copied := make(chan struct{})

@@ -17,12 +17,15 @@
 // worker does not hold yet, see below), then runs its command:
 //
 //   - with /bin/sh -c, in [Options.Dir], stdin from /dev/null;
-//   - with the worker's environment (which is poolrun's) plus [Options.Env],
-//     plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path> for every item
-//     it needs ([workflow.EnvName]); the engine's worker marker
-//     (engine.WorkerEnv) is removed;
-//   - in a process group of its own, whose leader (the shell) is killed with
-//     SIGKILL if the worker process dies (Linux' parent-death signal);
+//   - with the worker's environment (which is poolrun's) less every
+//     variable whose name begins with [EnvPrefix] (the engine's worker
+//     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
+//     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
+//     for every item it needs ([workflow.EnvName]);
+//   - in a process group of its own, in its worker's session; the shell is
+//     killed with SIGKILL if the worker process dies (Linux' parent-death
+//     signal), and the pool's process then kills the rest of the worker's
+//     session (see the engine);
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind
@@ -45,6 +48,11 @@
 // shell ends on its own, processes it left running in its group get the same
 // treatment: SIGTERM, then SIGKILL after KillGrace. A job's processes do not
 // outlive it, unless they leave its process group (setsid).
+//
+// [Suspend] stops (SIGSTOP) every process of a pool's work, in its workers'
+// sessions and, in serial mode, in the pool's own process's commands, and
+// continues them later: the other half of a terminal's Ctrl-Z, which
+// reaches the pool's process alone.
 //
 // # Items
 //
@@ -74,18 +82,28 @@
 // The folder exists while it holds an artefact or a build is in progress:
 // the cleanup of the last artefact removes it too (a later build makes a new
 // one). So a worker that ends normally, or is told to stop, leaves nothing
-// behind. A process killed with SIGKILL cannot clean up: [SweepScratch]
-// removes the folders of processes that no longer exist, and only folders
-// that hold poolrun's marker (never one that merely has such a name);
-// poolrun calls it when it starts.
+// behind. A process killed with SIGKILL cannot clean up: the pool's
+// process removes the folder of a worker that dies the moment it learns of
+// the death, when the pool was made with [ScratchCleanup]; and
+// [SweepScratch] removes the folders of processes that no longer exist,
+// poolrun's own temporary folders ([MakeTempDir]) included, and only
+// folders that hold poolrun's marker (never one that merely has such a
+// name); poolrun calls it when it starts.
+//
+// A scratch folder is made under a random name with an exclusive create, so
+// a name that exists already, a symbolic link planted there included, is
+// never used; it is then opened without following links and made mode
+// 0700 whatever the umask, and the marker is created in it exclusively,
+// mode 0600. The artefacts are inside, where no other user can reach.
 //
 // # Caveats
 //
-//   - A process that a command starts in a new session or process group
-//     escapes the group kill.
-//   - If a worker process dies abruptly (SIGKILL), its running command's shell
-//     is killed by the parent-death signal, but the shell's own children are
-//     not. A worker whose parent dies is sent SIGTERM by the engine and
-//     stops its commands as above.
+//   - A process that a command starts in a new process group escapes the
+//     group kill, and one in a new session the kill of its worker's session
+//     and [Suspend].
+//   - A worker whose parent dies is sent SIGTERM by the engine and stops
+//     its commands as above. A worker stopped (SIGSTOP, Ctrl-Z) when its
+//     parent is killed with SIGKILL stays stopped, with its commands, until
+//     it is continued; then it ends.
 //   - Standard output and error of parallel jobs interleave.
 package execflow

@@ -17,12 +17,19 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestEnv checks what a job's command finds: its id in POOLRUN_JOB, the
 // path of each item it needs in POOLRUN_ITEM_<NAME>, the extra environment,
-// poolrun's environment without the engine's worker marker, its working
-// folder, and no descriptor but 0, 1 and 2 (and those this test process
-// inherited from outside without close-on-exec): in particular none of the
-// worker's protocol descriptors. The item's command likewise.
+// poolrun's environment without its POOLRUN_* variables (the engine's worker
+// marker, and the job id and item paths of an outer poolrun that started
+// this one), its working folder, and no descriptor but 0, 1 and 2 (and
+// those this test process inherited from outside without close-on-exec):
+// in particular none of the worker's protocol descriptors. The item's
+// command likewise.
 func TestEnv(t *testing.T) {
 	t.Setenv("EXECFLOW_TEST_INHERITED", "yes")
+	// As an outer poolrun's command would have them.
+	t.Setenv("POOLRUN_JOB", "outer")
+	t.Setenv("POOLRUN_ITEM", "/outer/item")
+	t.Setenv("POOLRUN_ITEM_OUTER", "/outer/ref")
+	t.Setenv("POOLRUN_SOMETHING", "else")
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			// A command's descriptors are listed first, before its shell
@@ -80,6 +87,11 @@ jobs:
 			if v, ok := env[engine.WorkerEnv]; ok {
 				t.Errorf("the worker marker reached the command: %s=%q", engine.WorkerEnv, v)
 			}
+			for k, v := range env {
+				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_JOB" && k != "POOLRUN_ITEM_REF_2" {
+					t.Errorf("the command inherited %s=%q", k, v)
+				}
+			}
 			wantDir, _ := filepath.EvalSymlinks(dir)
 			if got := strings.TrimSpace(readFile(t, filepath.Join(logDir, "pwd"))); got != wantDir {
 				t.Errorf("working folder %q, want %q", got, wantDir)
@@ -97,6 +109,11 @@ jobs:
 			}
 			if _, ok := itemEnv[engine.WorkerEnv]; ok {
 				t.Error("the worker marker reached the item's command")
+			}
+			for k, v := range itemEnv {
+				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_ITEM" {
+					t.Errorf("the item's command inherited %s=%q", k, v)
+				}
 			}
 
 			// Descriptors that this process inherited without close-on-exec

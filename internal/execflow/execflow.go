@@ -22,6 +22,13 @@ const FuncName = "poolrun.exec"
 // JobEnv is the environment variable that holds a job's workflow id.
 const JobEnv = "POOLRUN_JOB"
 
+// EnvPrefix begins the names of poolrun's environment variables:
+// [engine.WorkerEnv], [JobEnv], [workflow.ItemEnv] and the item paths of
+// [workflow.EnvName]. Commands inherit none of them from poolrun's
+// environment; poolrun sets those a command needs ([Options.Env] may set
+// others).
+const EnvPrefix = "POOLRUN_"
+
 // LabelID is the engine label that holds a job's workflow id, in events
 // ([engine.Event].Labels) and in [engine.JobError].
 const LabelID = "id"
@@ -38,8 +45,9 @@ type Options struct {
 	// current folder when [Queue] is called.
 	Dir string
 	// Env holds extra environment variables, "KEY=value", on top of
-	// poolrun's own environment (a KEY given here wins; POOLRUN_JOB and
-	// POOLRUN_ITEM* set by poolrun win over it). nil adds nothing.
+	// poolrun's own environment less its POOLRUN_* variables (see
+	// [EnvPrefix]); a KEY given here wins, and POOLRUN_JOB and
+	// POOLRUN_ITEM* set by poolrun win over it. nil adds nothing.
 	Env []string
 	// Scratch is the folder in which each worker process makes its private
 	// scratch folder for item artefacts. "" means [DefaultScratch]. It must
@@ -308,15 +316,19 @@ func jobItemError(a execArg, ip itemParam, err error) error {
 	return fmt.Errorf("job %q: item %q (%s:%d): %w", a.ID, ip.Name, ip.File, ip.Line, err)
 }
 
-// commandEnv returns this process's environment without the engine's
-// worker marker ([engine.WorkerEnv]), followed by extra. The marker must not
-// reach commands: a poolrun (or any program built with the engine) started
-// by a command would take itself for a worker.
+// commandEnv returns this process's environment without the variables
+// whose names begin with [EnvPrefix], followed by extra. Those are
+// poolrun's, and a command gets only those poolrun sets for it (its job's id
+// and its items' paths, which come after, in extra or appended): not the
+// engine's worker marker ([engine.WorkerEnv]), which would make a poolrun
+// (or any program built with the engine) started by a command take itself
+// for a worker, nor the job id or item paths of an outer poolrun that
+// started this one.
 func commandEnv(extra []string) []string {
 	base := os.Environ()
 	env := make([]string, 0, len(base)+len(extra)+8)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, engine.WorkerEnv+"=") {
+		if strings.HasPrefix(kv, EnvPrefix) {
 			continue
 		}
 		env = append(env, kv)

@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "parent":
 		os.Exit(roleParent())
+	case "tempdir":
+		os.Exit(roleTempDir())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		os.Exit(2)

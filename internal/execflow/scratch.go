@@ -91,27 +91,85 @@ func (s *scratchDirs) release(path string) {
 	}
 }
 
-// makeScratchDir makes this process's scratch folder under root: a new
-// folder (exclusive create, mode 0700) that holds the marker (exclusive
-// create, mode 0600). Should writing the marker fail, the folder is removed
-// again.
+// makeScratchDir makes this process's scratch folder under root (see
+// [makePrivateDir]).
 func makeScratchDir(root string) (string, error) {
-	pid := os.Getpid()
-	path, err := os.MkdirTemp(root, fmt.Sprintf("%s%d-", scratchPrefix, pid))
+	path, err := makePrivateDir(root, "")
 	if err != nil {
 		return "", fmt.Errorf("making a scratch folder: %w", err)
 	}
+	return path, nil
+}
+
+// makePrivateDir makes a new folder under root named
+// poolrun-<pid>-<infix><random>, for this process alone, and writes the
+// marker into it, so that [SweepScratch] can prove it made the folder.
+//
+// The folder is created exclusively under a random name: a name already
+// taken, by a symbolic link planted there too, is never used (another is
+// tried), so nothing is created through a link and the path cannot be
+// predicted. It is then opened without following links and set to mode 0700
+// whatever the umask; the marker is created in it, through that descriptor,
+// exclusively, with mode 0600 (less what the umask removes). Should any of
+// this fail, the folder is removed again.
+func makePrivateDir(root, infix string) (string, error) {
+	pid := os.Getpid()
+	path, err := os.MkdirTemp(root, fmt.Sprintf("%s%d-%s", scratchPrefix, pid, infix))
+	if err != nil {
+		return "", err
+	}
+	if err := markPrivateDir(path, pid); err != nil {
+		os.RemoveAll(path)
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return path, nil
+}
+
+// markPrivateDir makes the folder path, just made by this process, private
+// (mode 0700) and writes the marker of process pid into it.
+func markPrivateDir(path string, pid int) error {
+	dfd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(dfd)
+	if err := unix.Fchmod(dfd, 0o700); err != nil {
+		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	fd, err := unix.Openat(dfd, scratchMarker, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing its marker: %w", &fs.PathError{Op: "create", Path: scratchMarker, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(path, scratchMarker))
 	start, _ := processStart(pid)
-	f, err := os.OpenFile(filepath.Join(path, scratchMarker), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		_, err = f.WriteString(markerText(pid, start))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	_, err = f.WriteString(markerText(pid, start))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
-		os.RemoveAll(path)
-		return "", fmt.Errorf("making a scratch folder: writing its marker: %w", err)
+		return fmt.Errorf("writing its marker: %w", err)
+	}
+	return nil
+}
+
+// MakeTempDir makes a temporary folder for this process under root
+// (os.TempDir() when root is ""), named poolrun-<pid>-<name>-<random>, as
+// scratch folders are made: created exclusively under a random name (never
+// through a symbolic link planted in root), mode 0700, holding poolrun's
+// marker. So [SweepScratch] removes it once this process is gone, even if
+// the process was killed before it could remove the folder itself, which
+// is the caller's job (os.RemoveAll) when it is done with it. name must be
+// a non-empty file name without "/"; MakeTempDir panics otherwise.
+func MakeTempDir(root, name string) (string, error) {
+	if name == "" || strings.ContainsRune(name, '/') || strings.ContainsRune(name, 0) {
+		panic(fmt.Sprintf("execflow: MakeTempDir with the name %q", name))
+	}
+	if root == "" {
+		root = os.TempDir()
+	}
+	path, err := makePrivateDir(root, name+"-")
+	if err != nil {
+		return "", fmt.Errorf("execflow: making a temporary folder: %w", err)
 	}
 	return path, nil
 }
@@ -137,7 +195,8 @@ func writable(dir string) bool {
 
 // SweepScratch removes from root the scratch folders that poolrun made and
 // whose process no longer exists: what a worker killed with SIGKILL left
-// behind. root "" means [DefaultScratch].
+// behind, and the temporary folders ([MakeTempDir]) of a poolrun that was
+// killed. root "" means both [DefaultScratch] and os.TempDir().
 //
 // A folder is removed only when all of this holds: its name is
 // poolrun-<pid>-<suffix>; it is a real folder (not a symbolic link) of this
@@ -150,9 +209,35 @@ func writable(dir string) bool {
 // not exist holds nothing to sweep. The error joins the failures to read
 // root or remove a folder.
 func SweepScratch(root string) error {
-	if root == "" {
-		root = DefaultScratch()
+	if root != "" {
+		return sweep(root)
 	}
+	roots := []string{DefaultScratch()}
+	if tmp := os.TempDir(); !sameDir(tmp, roots[0]) {
+		roots = append(roots, tmp)
+	}
+	var errs []error
+	for _, r := range roots {
+		errs = append(errs, sweep(r))
+	}
+	return errors.Join(errs...)
+}
+
+// sameDir reports whether a and b name the same folder.
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// sweep is SweepScratch of one root.
+func sweep(root string) error {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -141,3 +141,88 @@ func deadPID(t *testing.T) int {
 	}
 	return cmd.Process.Pid
 }
+
+// TestPrivateDirRefusesLinks: a symbolic link where a scratch folder is
+// being made is not followed (the folder is opened without following
+// links), and a name taken, by a link or a user's own folder, is never
+// used: another random name is.
+func TestPrivateDirRefusesLinks(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	link := filepath.Join(root, "poolrun-"+strconv.Itoa(os.Getpid())+"-planted")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := markPrivateDir(link, os.Getpid()); err == nil {
+		t.Error("markPrivateDir followed a symbolic link")
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
+		t.Errorf("the link's target got %v", entries)
+	}
+
+	// Every name made is new: made by this call, a real folder.
+	for range 20 {
+		dir, err := makePrivateDir(root, "planted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("%s: %v, %v", dir, fi, err)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the planted link: %v, %v", fi, err)
+	}
+}
+
+// TestRemoveScratchOf: the removal of a dead worker's scratch folders asks
+// for the proofs of the sweep: folders of other processes, folders without
+// the marker and links stay.
+func TestRemoveScratchOf(t *testing.T) {
+	root := t.TempDir()
+	dead, other := deadPID(t), deadPID(t)
+	d, o := strconv.Itoa(dead), strconv.Itoa(other)
+	mk := func(name, marker string) {
+		t.Helper()
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if marker != "" {
+			if err := os.WriteFile(filepath.Join(dir, scratchMarker), []byte(marker), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mk("poolrun-"+d+"-a", markerText(dead, 0))
+	mk("poolrun-"+d+"-b", markerText(dead, 0))
+	mk("poolrun-"+d+"-nomarker", "")
+	mk("poolrun-"+d+"-othermarker", markerText(other, 0))
+	mk("poolrun-"+o+"-other", markerText(other, 0))
+	elsewhere := t.TempDir()
+	os.Chmod(elsewhere, 0o700)
+	os.WriteFile(filepath.Join(elsewhere, scratchMarker), []byte(markerText(dead, 0)), 0o600)
+	if err := os.Symlink(elsewhere, filepath.Join(root, "poolrun-"+d+"-link")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := removeScratchOf(root, dead); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{"poolrun-" + d + "-link", "poolrun-" + d + "-nomarker", "poolrun-" + d + "-othermarker", "poolrun-" + o + "-other"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("after the removal the root holds\n%q\nwant\n%q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, scratchMarker)); err != nil {
+		t.Errorf("the removal followed a link: %v", err)
+	}
+}

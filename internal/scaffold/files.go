@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -122,15 +124,19 @@ func readHeader(path string, magic [4]byte, hash uint64, want, recSize int) (int
 
 // writeAtomic writes data to path through a temporary file in the same folder
 // (created with the folder if need be) that it renames to path, so path holds
-// either its old content or all of data. The temporary file is removed on
-// error. It does not sync: the guarantee is against an interrupted process,
-// not a power cut.
+// either its old content or all of data. The file gets mode 0666 and the
+// folders mode 0777, less what the umask removes, as any Unix tool's files
+// do. The temporary file is created exclusively under a random name, so
+// never through a symbolic link; a symbolic link at path is refused
+// (errSymlink), neither followed nor replaced. The temporary file is
+// removed on error. It does not sync: the guarantee is against an
+// interrupted process, not a power cut.
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempInfix+"*")
+	f, err := createTemp(dir, "."+filepath.Base(path)+tempInfix)
 	if err != nil {
 		return err
 	}
@@ -143,13 +149,32 @@ func writeAtomic(path string, data []byte) (err error) {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return &fs.PathError{Op: "write", Path: path, Err: errSymlink}
+	}
 	return os.Rename(f.Name(), path)
+}
+
+// errSymlink is the error of a write to a path that is a symbolic link.
+var errSymlink = errors.New("a symbolic link is there; refusing to write through it or replace it")
+
+// createTemp creates a new file in dir named prefix followed by random
+// digits, exclusively (an existing name, a symbolic link included, is never
+// opened: another name is tried), with mode 0666 less the umask. os.CreateTemp
+// would give it mode 0600 whatever the umask.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, prefix+"*"), Err: fs.ErrExist}
 }
 
 // tempInfix marks the temporary files of writeAtomic: ".<name>.tmp-<random>".

@@ -1,0 +1,133 @@
+package execflow_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
+)
+
+// TestSuspend stops the work of a running pool with execflow.Suspend, in
+// worker processes and serially: the command and its child are stopped
+// (state T) and make no progress; once resumed, they run on and the job
+// succeeds.
+func TestSuspend(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			logDir := t.TempDir()
+			// The command's child counts while it runs: once stopped, the
+			// count stays.
+			wf := parse(t, "suspend.yaml", `
+jobs:
+  - id: long
+    run: |
+      sh -c 'echo $$ > "$LOG/child.tmp"; mv "$LOG/child.tmp" "$LOG/child"; while [ ! -e "$LOG/go" ]; do echo tick >> "$LOG/ticks"; sleep 0.01; done' &
+      echo $$ > "$LOG/shell.tmp"; mv "$LOG/shell.tmp" "$LOG/shell"
+      wait
+`)
+			p := engine.New(engine.Workers(m.workers))
+			jobs, err := execflow.Queue(p, wf, execflow.Options{Env: []string{"LOG=" + logDir}, Scratch: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			defer func() { os.WriteFile(filepath.Join(logDir, "go"), nil, 0o600) }()
+
+			shell, err := readPID(ctx, filepath.Join(logDir, "shell"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			child, err := readPID(ctx, filepath.Join(logDir, "child"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ticks(t, logDir) == 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			resume := execflow.Suspend(p)
+			defer resume()
+			for _, pid := range []int{shell, child} {
+				if !waitState(pid, func(s string) bool { return s == "T" }) {
+					t.Errorf("process %d is in state %q, not stopped (T)", pid, procState(pid))
+				}
+			}
+			before := ticks(t, logDir)
+			time.Sleep(200 * time.Millisecond)
+			if after := ticks(t, logDir); after != before {
+				t.Errorf("the stopped command went on: %d ticks, then %d", before, after)
+			}
+			resume()
+			for _, pid := range []int{shell, child} {
+				if !waitState(pid, func(s string) bool { return s != "T" }) {
+					t.Errorf("process %d is in state %q after resume", pid, procState(pid))
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for ticks(t, logDir) == before {
+				if time.Now().After(deadline) {
+					t.Fatal("the command made no progress after resume")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			os.WriteFile(filepath.Join(logDir, "go"), nil, 0o600)
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if _, err := jobs["long"].Result(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// procState returns the state of process pid (from /proc/PID/stat), or "".
+func procState(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// ticks counts the lines of LOG/ticks.
+func ticks(t *testing.T, logDir string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(logDir, "ticks"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+// waitState waits, for a generous while, until the state of process pid
+// is one that ok accepts.
+func waitState(pid int, ok func(state string) bool) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ok(procState(pid)) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
