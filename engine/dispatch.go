@@ -416,7 +416,15 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	pl.budgetEvicted += uint64(rep.budgetEvicted)
 	// What the workers held together when the job returned, before its
 	// worker's policy cleared anything.
-	s.peakSum = max(s.peakSum, s.cacheSum-pl.cur.Bytes+rep.held)
+	// (From the places' last reports: cacheSum may be older, when this
+	// reply came in a batch after other reports.)
+	held := rep.held
+	for _, o := range s.places {
+		if o != pl {
+			held += o.cur.Bytes
+		}
+	}
+	s.peakSum = max(s.peakSum, held)
 	pl.cur = rep.stats
 	if rep.residentSent {
 		pl.setResident(rep.resident)
