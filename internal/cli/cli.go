@@ -77,16 +77,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
 		return runScaffold(ctx, args, stdout, stderr)
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "scaffold":
+	switch cmd, rest := args[0], args[1:]; {
+	case cmd == "scaffold":
 		return runScaffold(ctx, rest, stdout, stderr)
-	case "run":
+	case cmd == "run":
 		return runWorkflow(ctx, rest, stdout, stderr)
-	case "inspect":
+	case cmd == "inspect":
 		return runInspect(ctx, rest, stdout, stderr)
-	case "bench":
+	case cmd == "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	case cmd == "help" || isHelp(cmd):
 		if len(rest) > 0 && rest[0] != "help" {
 			return Main(ctx, []string{rest[0], "--help"}, stdout, stderr)
 		}
@@ -98,7 +98,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+// isHelp reports whether the argument a asks for help as package flag
+// takes it: -h, -help, --h or --help, with or without =value.
+func isHelp(a string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+	return strings.HasPrefix(a, "-") && (name == "h" || name == "help")
+}
 
 // newFlagSet makes a flag set whose usage prints text and then the flags.
 func newFlagSet(name, text string, out io.Writer) *flag.FlagSet {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,10 +65,22 @@ func (f *poolFlags) check() error {
 	return f.checkCommon()
 }
 
-// checkCommon checks the flags that registerCommon registers.
+// checkCommon checks the flags that registerCommon registers: the
+// capacity's range, and that the report can be written where it is asked
+// for (its folder exists, and it is not a folder), so that a mistyped path
+// is refused before the pool runs rather than after.
 func (f *poolFlags) checkCommon() error {
 	if f.capacity < 1 || f.capacity > maxCapacity {
 		return badInputf("poolrun: --capacity %d: want a number of slots from 1 to %d", f.capacity, maxCapacity)
+	}
+	if f.report != "" {
+		dir := filepath.Dir(f.report)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return badInputf("poolrun: --report %s: no folder %s to write it in", f.report, dir)
+		}
+		if st, err := os.Stat(f.report); err == nil && st.IsDir() {
+			return badInputf("poolrun: --report %s: is a folder; want a file name", f.report)
+		}
 	}
 	return nil
 }
@@ -312,25 +325,47 @@ func writeReport(path string, r *report) error {
 	return writeFileAtomic(path, append(data, '\n'))
 }
 
+// writeFileAtomic writes data to path atomically: a temporary file in the
+// same folder, created exclusively under a random name (never through a
+// symbolic link) with mode 0666 less the umask, as any Unix tool's file, and
+// renamed to path once complete. A symbolic link at path is refused,
+// neither followed nor replaced.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
+	if err == nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			err = fmt.Errorf("%s is a symbolic link: refusing to write through it or replace it", path)
+		}
 	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
+	if err == nil {
+		err = os.Rename(f.Name(), path)
 	}
-	return nil
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// createTemp creates a new file in dir named prefix and random digits,
+// exclusively (an existing name, a symbolic link included, is never
+// opened: another is drawn), with mode 0666 less the umask; os.CreateTemp
+// would make it 0600 whatever the umask.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free name for a temporary file %s* in %s", prefix, dir)
 }
 
 // printTable prints the per-worker summary and the pool's cache figures.

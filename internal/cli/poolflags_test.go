@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
@@ -28,6 +29,9 @@ func TestPoolFlagsCheck(t *testing.T) {
 		{name: "negative -j", f: poolFlags{jobs: -1, capacity: 1000}},
 		{name: "capacity 0", f: poolFlags{jobs: 1, capacity: 0}},
 		{name: "capacity too large", f: poolFlags{jobs: 1, capacity: maxCapacity + 1}},
+		{name: "report in a folder", f: poolFlags{jobs: 1, capacity: 1000, report: filepath.Join(t.TempDir(), "r.json")}, ok: true, workers: 1, capped: 1},
+		{name: "report in a missing folder", f: poolFlags{jobs: 1, capacity: 1000, report: filepath.Join(t.TempDir(), "missing", "r.json")}},
+		{name: "report is a folder", f: poolFlags{jobs: 1, capacity: 1000, report: t.TempDir()}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.f.check()

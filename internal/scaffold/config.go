@@ -337,12 +337,20 @@ func (c *Config) problems() []problem {
 		}
 	}
 
-	known := func() string {
-		names := make([]string, 0, len(c.CellTypes))
-		for _, t := range c.CellTypes {
-			names = append(names, t.Name)
+	var knownNames string
+	known := func() string { // the cell types, for errors about unknown ones
+		if knownNames == "" {
+			const most = 10
+			names := make([]string, 0, most+1)
+			for _, t := range c.CellTypes[:min(len(c.CellTypes), most)] {
+				names = append(names, t.Name)
+			}
+			if len(c.CellTypes) > most {
+				names = append(names, fmt.Sprintf("... (%d in all)", len(c.CellTypes)))
+			}
+			knownNames = strings.Join(names, ", ")
 		}
-		return strings.Join(names, ", ")
+		return knownNames
 	}
 	rules := map[string]int{}
 	for i, r := range c.Rules {

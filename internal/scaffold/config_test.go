@@ -115,6 +115,12 @@ func TestParseConfigErrors(t *testing.T) {
 		// the line is not pinned here.
 		{"YAML syntax", "  chunk: 50\n", "  chunk: [50\n", []string{`: invalid YAML: did not find expected ',' or ']'`}},
 		{"second document", "", "---\nseed: 1\n", []string{`t.yaml:17: a second YAML document`}},
+		{"unknown anchor", "", "  - *nope\n", []string{`t.yaml:17: invalid YAML: unknown anchor 'nope' referenced`}},
+		{"unknown anchor on the first line", "seed: 7", "seed: *seed", []string{`t.yaml:1: invalid YAML: unknown anchor 'seed' referenced`}},
+		{"alias repeats a cell type", "  - name: b\n", "  - &c {name: c, density: 1}\n  - *c\n  - name: b\n",
+			[]string{`t.yaml:9: cell_types[2]: an alias repeats cell_types[1] (line 8), and so its name`}},
+		{"more than 20 problems", "", strings.Repeat("  - {name: r, from: x, to: a, max_distance: 1}\n", 25),
+			[]string{`t.yaml:17: connection "r": from: unknown cell type "x" (known: a, b)`, "\n... and 29 more"}},
 		{"empty", base, "", []string{`t.yaml:1: empty configuration`}},
 	}
 	for _, tt := range tests {

@@ -49,23 +49,26 @@ func LoadConfig(path string) (*Config, error) {
 //
 // The fields are those of [Config] in snake case; see the embedded default
 // ([DefaultConfig]) for a commented example. box.size and box.chunk take a
-// list of three numbers (x, y, z) or one number for all three.
+// list of three numbers (x, y, z) or one number for all three. YAML anchors
+// and aliases are allowed, but an alias that repeats an element of
+// cell_types or connections is refused, as it repeats the element's name.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	p := &parser{file: file, lines: map[string]int{}}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	r := &lineReader{data: data}
+	dec := yaml.NewDecoder(r)
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{File: file, Line: 1, Msg: "empty configuration"}
 		}
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(err, data, r.off)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, &ConfigError{File: file, Line: extra.Line, Msg: "a second YAML document; a configuration is one document"}
 	case !errors.Is(err, io.EOF):
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(err, data, r.off)
 	}
 	c := &Config{}
 	if len(doc.Content) == 1 {
@@ -74,7 +77,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		p.fail(&doc, "empty configuration")
 	}
 	if len(p.errs) > 0 {
-		return nil, joinErrors(p.errs)
+		return nil, joinErrors(p.errs, p.more)
 	}
 	if err := joinProblems(file, c.problems(), p.lines); err != nil {
 		return nil, err
@@ -85,10 +88,15 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // maxErrors is the number of problems ParseConfig reports at most.
 const maxErrors = 20
 
-func joinErrors(errs []error) error {
+// joinErrors joins the first maxErrors of errs and a last "... and N more"
+// that counts the others and more.
+func joinErrors(errs []error, more int) error {
 	if len(errs) > maxErrors {
-		rest := len(errs) - maxErrors
-		errs = append(errs[:maxErrors:maxErrors], fmt.Errorf("... and %d more", rest))
+		more += len(errs) - maxErrors
+		errs = errs[:maxErrors:maxErrors]
+	}
+	if more > 0 {
+		errs = append(errs, fmt.Errorf("... and %d more", more))
 	}
 	return errors.Join(errs...)
 }
@@ -115,18 +123,87 @@ func joinProblems(file string, ps []problem, lines map[string]int) error {
 		}
 		errs = append(errs, &ConfigError{File: file, Line: line, Msg: pr.msg})
 	}
-	return joinErrors(errs)
+	return joinErrors(errs, 0)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func (p *parser) yamlError(err error) error {
+// yamlError turns an error of the YAML library into a ConfigError. read is
+// the number of bytes of data the library had read when it failed.
+//
+// Where the library's message has no line (an unknown anchor, a mistake on
+// the first line), the line is the first whose cut fails the same way: the
+// library reads a line at a time (see [lineReader]) and fails a few tokens
+// past the mistake, so the cut after the last line it read fails as data
+// does, and cuts before it are decoded going back, one line, then two,
+// four..., and then halving, until one does not.
+func (p *parser) yamlError(err error, data []byte, read int) error {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &ConfigError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
-	return &ConfigError{File: p.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	var ends []int // ends[i] is the end of line i+1, its newline included
+	for i, j := 0, 0; j >= 0; i += j + 1 {
+		if j = bytes.IndexByte(data[:read][i:], '\n'); j >= 0 {
+			ends = append(ends, i+j+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != read {
+		ends = append(ends, read)
+	}
+	fails := func(line int) bool { return yamlFails(data[:ends[line-1]], msg) }
+	lo, hi := 1, len(ends) // the line is in [lo, hi]
+	for step := 1; lo < hi; step *= 2 {
+		c := max(hi-step, lo)
+		if !fails(c) {
+			lo = c + 1
+			break
+		}
+		hi = c
+	}
+	for lo < hi {
+		if c := lo + (hi-lo)/2; fails(c) {
+			hi = c
+		} else {
+			lo = c + 1
+		}
+	}
+	return &ConfigError{File: p.file, Line: hi, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// yamlFails reports whether decoding the documents of data, one after the
+// other, ends in the error msg. It reads data as the first decoding did,
+// a line at a time, which decides where the library notices a bad byte.
+func yamlFails(data []byte, msg string) bool {
+	dec := yaml.NewDecoder(&lineReader{data: data})
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return err.Error() == msg
+		}
+	}
+}
+
+// A lineReader hands out data at most one line per Read, so that the YAML
+// library, which reads only as far as it needs, has read little beyond
+// its first error when it reports it.
+type lineReader struct {
+	data []byte
+	off  int // bytes handed out
+}
+
+func (r *lineReader) Read(b []byte) (int, error) {
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	rest := r.data[r.off:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i+1]
+	}
+	n := copy(b, rest)
+	r.off += n
+	return n, nil
 }
 
 // parser walks the YAML node tree, so that it knows the line of every field
@@ -134,10 +211,15 @@ func (p *parser) yamlError(err error) error {
 type parser struct {
 	file  string
 	lines map[string]int // field path -> line
-	errs  []error
+	errs  []error        // the first maxErrors problems
+	more  int            // the problems after those
 }
 
 func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	if len(p.errs) == maxErrors {
+		p.more++
+		return
+	}
 	p.errs = append(p.errs, &ConfigError{File: p.file, Line: n.Line, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -283,9 +365,24 @@ func (p *parser) sequence(n *yaml.Node, path string, each func(path string, e *y
 		p.fail(n, "%s: want a list", path)
 		return
 	}
+	// An alias that repeats an element repeats its name, which must be
+	// unique: refuse it without reading the element again, so that a few
+	// aliases of a large element cannot make a large configuration.
+	var first map[*yaml.Node]int // anchored elements -> index of their first use
 	for i, e := range n.Content {
 		ep := fmt.Sprintf("%s[%d]", path, i)
-		p.lines[ep] = resolve(e).Line
+		r := resolve(e)
+		if r.Anchor != "" {
+			if j, ok := first[r]; ok {
+				p.fail(e, "%s: an alias repeats %s[%d] (line %d), and so its name", ep, path, j, r.Line)
+				continue
+			}
+			if first == nil {
+				first = make(map[*yaml.Node]int)
+			}
+			first[r] = i
+		}
+		p.lines[ep] = r.Line
 		each(ep, e)
 	}
 }

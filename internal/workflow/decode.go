@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -19,6 +20,31 @@ import (
 // A parser holds what every step needs to report errors.
 type parser struct {
 	file string
+	// What list, foreach and values read from an anchored node: an alias
+	// can name the node any number of times, and reading it again would
+	// give the same.
+	lists  map[*yaml.Node][]text
+	vars   map[*yaml.Node][]variable
+	values map[*yaml.Node][]string
+}
+
+// memo returns what read returns for n, calling read only the first time
+// if n is anchored; cache holds the results.
+func memo[T any](cache *map[*yaml.Node]T, n *yaml.Node, read func() (T, error)) (T, error) {
+	if n.Anchor == "" {
+		return read()
+	}
+	if v, ok := (*cache)[n]; ok {
+		return v, nil
+	}
+	v, err := read()
+	if err == nil {
+		if *cache == nil {
+			*cache = make(map[*yaml.Node]T)
+		}
+		(*cache)[n] = v
+	}
+	return v, err
 }
 
 // errorf returns an *Error at line (at least 1).
@@ -42,7 +68,8 @@ type entry struct {
 	run   text
 	after []text
 	needs []text
-	vars  []variable // foreach, in file order; nil without foreach
+	vars  []variable    // foreach, in file order; nil without foreach
+	limit time.Duration // timeout; 0 without
 }
 
 // variable is one foreach variable and its values.
@@ -115,19 +142,20 @@ func (p *parser) parse(data []byte) (*Workflow, error) {
 // document decodes data, which must hold at most one YAML document, and
 // returns its root node, or nil if there is none.
 func (p *parser) document(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	r := &lineReader{data: data}
+	dec := yaml.NewDecoder(r)
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, p.yamlError(data, err)
+		return nil, p.yamlError(data, err, r.off)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, p.yamlError(data, err)
+		return nil, p.yamlError(data, err, r.off)
 	default:
 		return nil, p.errorf(next.Line, "a second YAML document: a workflow file holds only one")
 	}
@@ -140,47 +168,106 @@ func (p *parser) document(data []byte) (*yaml.Node, error) {
 	return resolve(&doc), nil
 }
 
-// yamlLine matches the line that the YAML library puts in some errors.
-var yamlLine = regexp.MustCompile(`^yaml: (line [0-9]+: )?`)
+// A lineReader hands out data at most one line per Read, so that the YAML
+// library, which reads only as far as it needs, has read little beyond
+// its first error when it reports it.
+type lineReader struct {
+	data []byte
+	off  int // bytes handed out
+}
 
-// yamlError turns an error of the YAML library into an *Error.
+func (r *lineReader) Read(b []byte) (int, error) {
+	if r.off == len(r.data) {
+		return 0, io.EOF
+	}
+	rest := r.data[r.off:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i+1]
+	}
+	n := copy(b, rest)
+	r.off += n
+	return n, nil
+}
+
+// yamlLine matches the line that the YAML library puts in some errors.
+var yamlLine = regexp.MustCompile(`^yaml: (?:line ([0-9]+): )?`)
+
+// yamlError turns an error of the YAML library into an *Error. read is the
+// number of bytes of data the library had read when it failed.
 //
 // The library's own line is not reliable: for many errors it is the line
 // before the start of the enclosing block, which can be far above the
-// mistake, and some errors have none. Parsing stops at the first error, so
-// once the faulty line is in, every longer prefix of the file fails with the
-// same error (line included, as the library's line does not depend on what
-// follows): a binary search for the shortest such prefix finds the line.
-func (p *parser) yamlError(data []byte, err error) error {
+// mistake, and some errors have none. The line reported is found by
+// cutting data after a line and decoding the cut: a line C such that the
+// cut after C fails with the same error (line included, as the library's
+// line does not depend on what follows) and the cut after C-1 does not.
+// Parsing stops at the first error, so every cut after the last line the
+// library read fails that way; and the library reads a line at a time
+// (see [lineReader]) and only a few tokens ahead, so the search starts
+// there and goes back, and usually ends after one cut. The library's own
+// line is tried first, and kept if its cut fails the same way: for an
+// unclosed quote, say, it is the line that opens the quote. Each cut costs
+// a parse of the file up to that line; a search that goes back further
+// than a few lines halves its interval at each step, so it never costs
+// more than about twice the logarithm of the number of lines read.
+func (p *parser) yamlError(data []byte, err error, read int) error {
 	msg := err.Error()
 	var ends []int // ends[i] is the end of line i+1, its newline included
-	for i, c := range data {
-		if c == '\n' {
-			ends = append(ends, i+1)
+	for i, j := 0, 0; j >= 0; i += j + 1 {
+		if j = bytes.IndexByte(data[i:], '\n'); j >= 0 {
+			ends = append(ends, i+j+1)
 		}
 	}
 	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
 		ends = append(ends, len(data))
 	}
-	n := sort.Search(len(ends), func(i int) bool {
-		return yamlFails(data[:ends[i]], msg)
-	})
-	n = min(n, len(ends)-1) // the whole file fails; never more than its last line
-	bare := yamlLine.ReplaceAllString(msg, "")
-	start := 0
-	if n > 0 {
-		start = ends[n-1]
+	fails := func(line int) bool { return yamlFails(data[:ends[line-1]], msg) }
+
+	// Look for the line in [lo, hi]; the cut after hi fails as data does.
+	lo, hi := 1, min(sort.SearchInts(ends, max(read, 1))+1, len(ends))
+	bare := msg
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		bare = msg[len(m[0]):]
+		if n, _ := strconv.Atoi(m[1]); n >= 1 && n < hi {
+			if fails(n) {
+				lo, hi = n, n
+			} else {
+				lo = n + 1
+			}
+		}
 	}
-	if bytes.Contains(data[start:ends[n]], []byte("${")) {
+	// Back from hi, one line, then two, four...
+	for step := 1; lo < hi; step *= 2 {
+		c := max(hi-step, lo)
+		if !fails(c) {
+			lo = c + 1
+			break
+		}
+		hi = c
+	}
+	for lo < hi {
+		c := lo + (hi-lo)/2
+		if fails(c) {
+			hi = c
+		} else {
+			lo = c + 1
+		}
+	}
+	start := 0
+	if hi > 1 {
+		start = ends[hi-2]
+	}
+	if bytes.Contains(data[start:ends[hi-1]], []byte("${")) {
 		bare += `; inside [ ] and { }, quote strings that contain ${...}: ["a-${i}"]`
 	}
-	return p.errorf(n+1, "bad YAML: %s", bare)
+	return p.errorf(hi, "bad YAML: %s", bare)
 }
 
 // yamlFails reports whether decoding the documents of data, one after the
-// other, ends in the error msg.
+// other, ends in the error msg. It reads data as the first decoding did,
+// a line at a time, which decides where the library notices a bad byte.
 func yamlFails(data []byte, msg string) bool {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(&lineReader{data: data})
 	for {
 		var n yaml.Node
 		err := dec.Decode(&n)
@@ -333,15 +420,53 @@ func (p *parser) entries(f *field) ([]*entry, error) {
 	if len(n.Content) == 0 {
 		return nil, p.errorf(f.keyLine, "empty workflow: no jobs")
 	}
-	entries := make([]*entry, 0, len(n.Content))
+	// An alias can repeat an entry, with its long lists, any number of
+	// times: count what the entries add up to as they are read, so that
+	// the work and memory stay within the limits of what they expand to.
+	entries := make([]*entry, 0, min(len(n.Content), MaxJobs))
+	jobs, deps, values := 0, 0, 0
+	var anchored map[*yaml.Node]*entry
 	for _, c := range n.Content {
-		e, err := p.entry(resolve(c))
+		r := resolve(c)
+		if first := anchored[r]; first != nil {
+			return nil, p.errorf(c.Line, "job %q: an alias repeats the job of line %d, and so its ids", first.id.s, first.line)
+		}
+		e, err := p.entry(r)
 		if err != nil {
 			return nil, err
+		}
+		if r.Anchor != "" {
+			if anchored == nil {
+				anchored = make(map[*yaml.Node]*entry)
+			}
+			anchored[r] = e
+		}
+		count := e.count()
+		if jobs += count; jobs > MaxJobs {
+			return nil, p.errorf(e.line, "job %q: the workflow has more than %d jobs", e.id.s, MaxJobs)
+		}
+		if deps += len(e.after) + len(e.needs); deps > MaxDependencies {
+			return nil, p.errorf(e.line, "job %q: the workflow has more than %d dependencies", e.id.s, MaxDependencies)
+		}
+		if values += count * len(e.vars); values > maxValues {
+			return nil, p.errorf(e.line, "job %q: foreach gives the workflow's jobs more than %d values in all", e.id.s, maxValues)
 		}
 		entries = append(entries, e)
 	}
 	return entries, nil
+}
+
+// maxValues bounds the foreach values of all jobs after expansion, one per
+// job and variable: ten variables for each of MaxJobs jobs.
+const maxValues = 10 * MaxJobs
+
+// count returns the number of jobs e expands into.
+func (e *entry) count() int {
+	n := 1
+	for _, v := range e.vars {
+		n *= len(v.values) // at most MaxJobs: foreach checks the product
+	}
+	return n
 }
 
 // entry reads one element of the jobs list.
@@ -385,8 +510,10 @@ func (p *parser) entry(n *yaml.Node) (*entry, error) {
 			e.needs, err = p.list(f, name)
 		case "foreach":
 			e.vars, err = p.foreach(f, name)
+		case "timeout":
+			e.limit, err = p.timeout(f, name)
 		default:
-			err = p.errorf(f.keyLine, "%s: unknown field %q (a job has id, run, after, needs and foreach)", name, f.key)
+			err = p.errorf(f.keyLine, "%s: unknown field %q (a job has id, run, after, needs, foreach and timeout)", name, f.key)
 		}
 		if err != nil {
 			return nil, err
@@ -402,6 +529,10 @@ func (p *parser) entry(n *yaml.Node) (*entry, error) {
 // list reads the after or needs field f of the job called name: a list of
 // strings or a single string.
 func (p *parser) list(f field, name string) ([]text, error) {
+	return memo(&p.lists, f.value, func() ([]text, error) { return p.readList(f, name) })
+}
+
+func (p *parser) readList(f field, name string) ([]text, error) {
 	n := f.value
 	var elems []*yaml.Node
 	switch {
@@ -416,16 +547,33 @@ func (p *parser) list(f field, name string) ([]text, error) {
 	}
 	list := make([]text, 0, len(elems))
 	for _, c := range elems {
-		c = resolve(c)
-		if c.Kind != yaml.ScalarNode || isNull(c) {
-			return nil, p.errorf(c.Line, "%s: %s must be a list of strings, not a list of %s", name, f.key, describe(c))
+		r := resolve(c) // c.Line: where the list names it, should it be an alias
+		if r.Kind != yaml.ScalarNode || isNull(r) {
+			return nil, p.errorf(c.Line, "%s: %s must be a list of strings, not a list of %s", name, f.key, describe(r))
 		}
-		if c.Value == "" {
+		if r.Value == "" {
 			return nil, p.errorf(c.Line, "%s: empty string in %s", name, f.key)
 		}
-		list = append(list, text{c.Value, c.Line})
+		list = append(list, text{r.Value, c.Line})
 	}
 	return list, nil
+}
+
+// timeout reads the timeout field f of the job called name: a duration
+// as time.ParseDuration takes it, more than zero.
+func (p *parser) timeout(f field, name string) (time.Duration, error) {
+	n := f.value
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return 0, p.errorf(n.Line, "%s: timeout must be a duration such as 90s, 2m or 1h30m, not %s", name, describe(n))
+	}
+	d, err := time.ParseDuration(n.Value)
+	switch {
+	case err != nil:
+		return 0, p.errorf(n.Line, "%s: timeout %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, n.Value)
+	case d <= 0:
+		return 0, p.errorf(n.Line, "%s: timeout %q: want a duration of more than zero", name, n.Value)
+	}
+	return d, nil
 }
 
 // rangeRE matches an integer range A..B.
@@ -433,7 +581,10 @@ var rangeRE = regexp.MustCompile(`^(-?[0-9]+)\.\.(-?[0-9]+)$`)
 
 // foreach reads the foreach field f of the job called name.
 func (p *parser) foreach(f field, name string) ([]variable, error) {
-	n := f.value
+	return memo(&p.vars, f.value, func() ([]variable, error) { return p.readForeach(f.value, name) })
+}
+
+func (p *parser) readForeach(n *yaml.Node, name string) ([]variable, error) {
 	switch {
 	case n.Kind == yaml.SequenceNode:
 		return nil, p.errorf(n.Line, "%s: foreach must name its variables, as in foreach: {x: [a, b]}", name)
@@ -454,7 +605,7 @@ func (p *parser) foreach(f field, name string) ([]variable, error) {
 			return nil, p.errorf(f.keyLine, "%s: foreach variable %q is not valid: start with a-z, then use a-z, 0-9 and _", name, v.name)
 		}
 		what := fmt.Sprintf("%s: foreach variable %q", name, v.name)
-		if v.values, err = p.values(f.value, what); err != nil {
+		if v.values, err = p.foreachValues(f.value, what); err != nil {
 			return nil, err
 		}
 		total *= len(v.values) // at most MaxJobs * MaxJobs: no overflow
@@ -466,8 +617,13 @@ func (p *parser) foreach(f field, name string) ([]variable, error) {
 	return vars, nil
 }
 
-// values reads the values of a foreach variable, called what in errors.
-func (p *parser) values(n *yaml.Node, what string) ([]string, error) {
+// foreachValues reads the values of a foreach variable, called what in
+// errors.
+func (p *parser) foreachValues(n *yaml.Node, what string) ([]string, error) {
+	return memo(&p.values, n, func() ([]string, error) { return p.readValues(n, what) })
+}
+
+func (p *parser) readValues(n *yaml.Node, what string) ([]string, error) {
 	if n.Kind == yaml.SequenceNode {
 		if len(n.Content) == 0 {
 			return nil, p.errorf(n.Line, "%s has an empty list", what)
@@ -477,11 +633,11 @@ func (p *parser) values(n *yaml.Node, what string) ([]string, error) {
 		}
 		vals := make([]string, len(n.Content))
 		for i, c := range n.Content {
-			c = resolve(c)
-			if c.Kind != yaml.ScalarNode || isNull(c) {
-				return nil, p.errorf(c.Line, "%s: values must be strings, not %s", what, describe(c))
+			r := resolve(c)
+			if r.Kind != yaml.ScalarNode || isNull(r) {
+				return nil, p.errorf(c.Line, "%s: values must be strings, not %s", what, describe(r))
 			}
-			vals[i] = c.Value
+			vals[i] = r.Value
 		}
 		return vals, nil
 	}

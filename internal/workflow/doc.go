@@ -51,6 +51,12 @@
 //     own, and must match at least one. A plain id must exist.
 //   - needs: names of items that the job uses.
 //   - foreach: expands the entry into several jobs; see below.
+//   - timeout: how long the job's command may run, as a duration of Go's
+//     [time.ParseDuration] with a unit: 90s, 2m, 1h30m, 500ms. It must be
+//     more than zero; every job of a foreach entry has the same. Parsed
+//     into [Job.Timeout] (0 when the field is absent: no limit of the
+//     job's own); running the workflow enforces it. There is no default
+//     for all jobs in the file.
 //
 // after and needs take a list (after: [a, b]) or a single string (after: a).
 // Quote a pattern that starts with * (after: ["*-merge"]): YAML reads *name
@@ -111,19 +117,33 @@
 //
 // Parse refuses, with the line of the offending text: YAML syntax errors; a
 // second YAML document in the file; unknown or repeated fields anywhere;
-// a job without id or run; an item without run; bad ids or item names; two
+// a job without id or run; a timeout that is not a duration of more than
+// zero; an item without run; bad ids or item names; two
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
 // none; needs naming an unknown item; a dependency cycle (naming its path,
 // a -> b -> a, where each job runs after the next); a bad foreach (not a
 // mapping, an empty list, a bad range, an unknown variable, ids repeated by
 // the expansion); a file with no jobs; more than [MaxJobs] jobs,
-// [MaxDependencies] dependencies or 256 MiB of ids and commands after
-// expansion; after patterns that
+// [MaxDependencies] dependencies, 256 MiB of ids and commands or a million
+// foreach values (a job's variables times the jobs of its entry, summed
+// over the entries) after expansion; after patterns that
 // would take more than a second or so to match (a pattern with a fixed
 // start or end, such as "chunk-*" or "*-${i}", is cheap; thousands of
 // different patterns such as "*-${i}-*" over thousands of jobs are not).
-// YAML anchors and aliases are allowed; merge keys (<<) are not.
+// YAML anchors and aliases are allowed; merge keys (<<) are not. An alias
+// is read where it is used as what it stands for, never expanded into a
+// copy, and the limits above count what the aliases stand for as they are
+// read: however many values the aliases stand for (nine levels of lists of
+// ten aliases, a "billion laughs", stand for a billion), the answer is an
+// error with a line, in about the time and memory of a parse of the file. An alias that
+// repeats a whole job entry is refused, as it repeats the job's ids.
+//
+// The line of a YAML syntax error is that of the mistake where the YAML
+// library's own is not (it often names the line before the enclosing
+// block): the file is cut after a line and the cut decoded again, starting
+// from the last line the library read before it failed, which usually
+// costs one more parse of the file.
 //
 // # Order
 //

@@ -71,7 +71,7 @@ jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs and foreach)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, foreach and timeout)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -231,6 +231,62 @@ jobs:
     run: x
     after: [merge]
 `, want: `wf.yaml:5: dependency cycle: merge -> step-0 -> merge`},
+
+		// Timeouts.
+		{name: "timeout without a unit", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: 90
+`, want: `wf.yaml:4: job "a": timeout "90" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`},
+		{name: "timeout not a duration", in: `
+jobs:
+  - id: a-${i}
+    foreach: {i: 1..2}
+    run: x
+    timeout: soon
+`, want: `wf.yaml:5: job "a-${i}": timeout "soon" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`},
+		{name: "timeout too large for a duration", in: `
+jobs:
+  - {id: a, run: x, timeout: 3000000h}
+`, want: `wf.yaml:2: job "a": timeout "3000000h" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`},
+		{name: "negative timeout", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: -5s
+`, want: `wf.yaml:4: job "a": timeout "-5s": want a duration of more than zero`},
+		{name: "zero timeout", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: 0s
+`, want: `wf.yaml:4: job "a": timeout "0s": want a duration of more than zero`},
+		{name: "bare zero timeout", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: 0
+`, want: `wf.yaml:4: job "a": timeout "0": want a duration of more than zero`},
+		{name: "empty timeout", in: `
+jobs:
+  - id: a
+    run: x
+    timeout:
+`, want: `wf.yaml:4: job "a": timeout must be a duration such as 90s, 2m or 1h30m, not null`},
+		{name: "timeout is a list", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: [1s]
+`, want: `wf.yaml:4: job "a": timeout must be a duration such as 90s, 2m or 1h30m, not a list`},
+		{name: "timeout given twice", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: 1s
+    timeout: 2s
+`, want: `wf.yaml:5: job "a": "timeout" given twice (first at line 4)`},
 
 		// Items.
 		{name: "unknown item", in: `

@@ -24,10 +24,7 @@ func (p *parser) expand(entries []*entry) ([]*job, error) {
 	deps, size := 0, 0 // after and needs entries, bytes of ids and commands
 	for _, e := range entries {
 		name := fmt.Sprintf("job %q", e.id.s)
-		count := 1
-		for _, v := range e.vars {
-			count *= len(v.values)
-		}
+		count := e.count()
 		if len(jobs)+count > MaxJobs {
 			return nil, p.errorf(e.line, "%s: the workflow has more than %d jobs", name, MaxJobs)
 		}
@@ -83,7 +80,7 @@ const maxText = 256 << 20
 // combination of foreach values.
 func (p *parser) instance(e *entry, name string, vars map[string]string) (*job, error) {
 	j := &job{
-		Job:    &Job{Line: e.line, Vars: vars},
+		Job:    &Job{Line: e.line, Vars: vars, Timeout: e.limit},
 		idLine: e.id.line,
 		entry:  e,
 	}

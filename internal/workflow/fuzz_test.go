@@ -9,7 +9,10 @@ import (
 
 // FuzzParse checks that Parse never panics, that every error it returns is
 // a *workflow.Error with a line, and that every workflow it returns keeps
-// the promises of its documentation.
+// the promises of its documentation. The corpus in testdata/fuzz/FuzzParse
+// holds the examples, YAML errors, timeouts, and aliases that stand for a
+// billion values ("billion_laughs_*") or repeat jobs and lists
+// ("alias_*"); TestAliasBombs measures the memory such files take.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("jobs:\n  - {id: a, run: x}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -26,8 +29,8 @@ func FuzzParse(f *testing.F) {
 		}
 		done := make(map[string]bool, len(w.Jobs))
 		for _, j := range w.Jobs {
-			if j.ID == "" || j.Run == "" || done[j.ID] {
-				t.Fatalf("job %+v: empty id or run, or a repeated id", j)
+			if j.ID == "" || j.Run == "" || done[j.ID] || j.Timeout < 0 {
+				t.Fatalf("job %+v: empty id or run, a repeated id or a negative timeout", j)
 			}
 			for _, a := range j.After {
 				if !done[a] {

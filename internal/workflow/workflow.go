@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // ItemEnv is the environment variable that holds the path at which an
@@ -54,7 +55,11 @@ type Job struct {
 	// Needs holds the names of the items the job uses, without duplicates,
 	// in the order written. Nil if none.
 	Needs []string
-	Line  int // line of the entry the job came from
+	// Timeout is how long the job's command may run, from the entry's
+	// timeout field; 0 if the entry has none (no limit of the job's own).
+	// Running the workflow enforces it, not this package.
+	Timeout time.Duration
+	Line    int // line of the entry the job came from
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
 	Vars map[string]string

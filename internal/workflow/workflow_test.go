@@ -14,10 +14,13 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-// describe writes a job on one line: "LINE ID: RUN [after A,B] [needs X]
-// [VARS]", with Vars sorted by name.
+// describe writes a job on one line: "LINE ID: RUN [timeout D] [after A,B]
+// [needs X] [VARS]", with Vars sorted by name.
 func describe(j *workflow.Job) string {
 	s := strconv.Itoa(j.Line) + " " + j.ID + ": " + j.Run
+	if j.Timeout != 0 {
+		s += " [timeout " + j.Timeout.String() + "]"
+	}
 	if j.After != nil {
 		s += " [after " + strings.Join(j.After, ",") + "]"
 	}
@@ -256,6 +259,28 @@ jobs:
       echo "$POOLRUN_ITEM"
 `, want: []string{
 			"2 a: set -e\necho \"$POOLRUN_ITEM\"\n",
+		}},
+		{name: "timeouts", in: `
+jobs:
+  - id: a
+    run: x
+    timeout: 90s
+  - id: b-${i}
+    foreach: {i: 1..2}
+    run: x
+    timeout: 1h2m3.5s
+  - id: c
+    run: x
+    timeout: &t "250ms"
+  - {id: d, run: x, timeout: *t}
+  - {id: e, run: x}
+`, want: []string{
+			`2 a: x [timeout 1m30s]`,
+			`5 b-1: x [timeout 1h2m3.5s] [i=1]`,
+			`5 b-2: x [timeout 1h2m3.5s] [i=2]`,
+			`9 c: x [timeout 250ms]`,
+			`12 d: x [timeout 250ms]`,
+			`13 e: x`,
 		}},
 		{name: "explicit document markers", in: `
 ---
