@@ -149,7 +149,7 @@ func TestCancel(t *testing.T) {
 		if long.Status() != engine.Cancelled || !errors.As(lerr, &lce) || lce.Reason != "no longer wanted" {
 			t.Errorf("long job: %v, %v", long.Status(), lerr)
 		}
-		if a := long.Attempts(); len(a) != 1 || a[0].Status != engine.Cancelled || a[0].Worker != 1 {
+		if a := long.Attempts(); len(a) != 1 || a[0].Status != engine.Cancelled || a[0].Worker < 1 {
 			t.Errorf("long job's attempts: %+v", a)
 		}
 		if r := p.Stats().Total().Restarts; r != 0 {
