@@ -66,8 +66,11 @@ func TestInspectWorker(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		if ws := proctest.Children(parent); len(ws) == 1 {
 			worker = ws[0]
+			// The job's command, not the item's build (which ends at once).
 			if js := proctest.Children(worker); len(js) == 1 {
-				job = js[0]
+				if cl, _ := os.ReadFile("/proc/" + strconv.Itoa(js[0]) + "/cmdline"); strings.Contains(string(cl), "sleep 20") {
+					job = js[0]
+				}
 			}
 		}
 		if job == 0 {

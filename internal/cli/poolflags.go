@@ -20,6 +20,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
 )
 
 // poolFlags are the flags every command that runs a pool takes.
@@ -30,6 +31,8 @@ type poolFlags struct {
 	capacity int
 	quiet    bool
 	report   string
+	retries  int
+	timeout  time.Duration
 	cache    cacheFlags
 }
 
@@ -50,7 +53,28 @@ func (f *poolFlags) registerCommon(fs *flag.FlagSet) {
 	fs.IntVar(&f.capacity, "capacity", 1000, fmt.Sprintf("`slots` of the window of required items, 1 to %d (more items than slots: workers keep everything)", maxCapacity))
 	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of every job and worker to `FILE`")
+	fs.IntVar(&f.retries, "retries", 0, fmt.Sprintf("run a job again, up to `N` more times (0 to %d), when its worker dies under it; a job that fails is not retried", maxRetries))
+	fs.Var((*durationFlag)(&f.timeout), "timeout", "fail a job that runs longer than `D` (a duration: 90s, 10m, 1h30m; 0: no limit); its worker is replaced if it does not stop within 5s")
 }
+
+// durationFlag is a flag of type time.Duration whose error says what a
+// duration looks like.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration with its unit, such as 90s, 10m or 1h30m")
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+// maxRetries bounds --retries: a job that kills its worker more often than
+// that is not worth running again.
+const maxRetries = 100
 
 // maxCapacity is the most slots a window may have: the maximum of package
 // shm (its maxCapacity), which refuses larger windows when the pool starts.
@@ -72,6 +96,12 @@ func (f *poolFlags) check() error {
 func (f *poolFlags) checkCommon() error {
 	if f.capacity < 1 || f.capacity > maxCapacity {
 		return badInputf("poolrun: --capacity %d: want a number of slots from 1 to %d", f.capacity, maxCapacity)
+	}
+	if f.retries < 0 || f.retries > maxRetries {
+		return badInputf("poolrun: --retries %d: want a number of retries from 0 to %d", f.retries, maxRetries)
+	}
+	if f.timeout < 0 {
+		return badInputf("poolrun: --timeout %v: want a duration of 0 (no limit) or more", f.timeout)
 	}
 	if f.report != "" {
 		dir := filepath.Dir(f.report)
@@ -125,17 +155,37 @@ type budgetExceeded struct {
 }
 
 // jobRecord is what the report says of one job, gathered from events.
+// Attempts lists its runs when there were more than one (--retries).
 type jobRecord struct {
-	ID      int               `json:"id"`
-	Func    string            `json:"func"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	Status  string            `json:"status"`
-	Worker  int               `json:"worker,omitempty"`
-	Added   time.Time         `json:"added"`
-	Started *time.Time        `json:"started,omitempty"`
-	Ended   *time.Time        `json:"ended,omitempty"`
-	Seconds float64           `json:"seconds,omitempty"`
-	Error   string            `json:"error,omitempty"`
+	ID       int               `json:"id"`
+	Func     string            `json:"func"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Status   string            `json:"status"`
+	Worker   int               `json:"worker,omitempty"`
+	Added    time.Time         `json:"added"`
+	Started  *time.Time        `json:"started,omitempty"`
+	Ended    *time.Time        `json:"ended,omitempty"`
+	Seconds  float64           `json:"seconds,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	Attempts []attemptRecord   `json:"attempts,omitempty"`
+}
+
+// jobName names a job in a message: its workflow id where it has one,
+// else its number.
+func jobName(id int, labels map[string]string) string {
+	if name, ok := labels[execflow.LabelID]; ok {
+		return strconv.Quote(name)
+	}
+	return strconv.Itoa(id)
+}
+
+// attemptRecord is one run of a job that ran more than once.
+type attemptRecord struct {
+	Worker  int       `json:"worker"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
 }
 
 func newSession(f *poolFlags, stderr io.Writer) *session {
@@ -153,10 +203,17 @@ func (s *session) options() []engine.Option {
 	if s.flags.failFast {
 		opts = append(opts, engine.FailFast())
 	}
+	if s.flags.retries > 0 {
+		opts = append(opts, engine.Retries(s.flags.retries))
+	}
+	if s.flags.timeout > 0 {
+		opts = append(opts, engine.Timeout(s.flags.timeout))
+	}
 	return append(opts, s.flags.cache.options()...)
 }
 
 func (s *session) event(e engine.Event) {
+	var retry string // a job's worker died and it runs again: say so
 	s.mu.Lock()
 	switch e.Kind {
 	case engine.JobAdded:
@@ -170,6 +227,23 @@ func (s *session) event(e engine.Event) {
 		t := e.Time
 		if e.New == engine.Running {
 			r.Started, r.Worker = &t, e.Worker
+		}
+		if e.Old == engine.Running && (e.New == engine.Queued || e.New.Done() && len(r.Attempts) > 0) {
+			// A run that is retried, or the last of a job that was.
+			a := attemptRecord{Worker: e.Worker, Ended: t, Status: e.New.String()}
+			if r.Started != nil {
+				a.Started = *r.Started
+			}
+			if e.New == engine.Queued {
+				a.Status = engine.Aborted.String()
+			}
+			if e.Err != nil {
+				a.Error = e.Err.Error()
+			}
+			r.Attempts = append(r.Attempts, a)
+			if e.New == engine.Queued {
+				retry = fmt.Sprintf("poolrun: job %s: %v; running it again (attempt %d)\n", jobName(e.JobID, e.Labels), e.Err, e.Attempt+1)
+			}
 		}
 		if e.New.Done() {
 			r.Ended = &t
@@ -189,6 +263,13 @@ func (s *session) event(e engine.Event) {
 	s.mu.Unlock()
 	if s.prog != nil {
 		s.prog.update(e)
+	}
+	switch {
+	case retry == "":
+	case s.prog != nil:
+		s.prog.printf("%s", retry)
+	default:
+		fmt.Fprint(s.stderr, retry)
 	}
 }
 
@@ -219,7 +300,9 @@ type report struct {
 
 // poolSettings are the options a pool ran with, as a report states them.
 type poolSettings struct {
-	Workers int `json:"workers"` // 0: serial
+	Workers        int     `json:"workers"` // 0: serial
+	Retries        int     `json:"retries,omitempty"`
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	cacheSettings
 }
 
@@ -290,7 +373,8 @@ type totals struct {
 
 func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
 	r := &report{Command: command, Extra: extra,
-		Options: poolSettings{Workers: s.flags.workers(), cacheSettings: s.flags.cache.settings()}}
+		Options: poolSettings{Workers: s.flags.workers(), Retries: s.flags.retries, TimeoutSeconds: s.flags.timeout.Seconds(),
+			cacheSettings: s.flags.cache.settings()}}
 	s.mu.Lock()
 	for _, j := range s.jobs {
 		r.Jobs = append(r.Jobs, j)

@@ -88,6 +88,16 @@ func (p *progress) update(e engine.Event) {
 	}
 }
 
+// printf prints a line: above the bar on a terminal (which redraws
+// below it), else at once.
+func (p *progress) printf(format string, args ...any) {
+	if p.bars != nil {
+		fmt.Fprintf(p.bars, format, args...)
+		return
+	}
+	fmt.Fprintf(p.w, format, args...)
+}
+
 // status is the text after the bar.
 func (p *progress) status() string {
 	p.mu.Lock()

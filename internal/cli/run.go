@@ -37,6 +37,7 @@ unfinished job needs the item any more.
       run: ./align --ref "$POOLRUN_ITEM_REF" part-${i}
       needs: [ref]
       after: [split]
+      timeout: 10m                # fail it if it runs longer
     - id: merge
       run: ./merge part-*.out
       after: ["align-*"]          # globs over job ids
@@ -46,11 +47,13 @@ id, an unknown dependency or item, a dependency cycle, a bad foreach or a
 YAML error is reported as FILE:LINE: what is wrong (exit status 2). A
 command that exits non-zero fails its job (exit status 1 at the end), with
 its exit status and the last lines of its standard error in the messages
-and the report; a job whose worker died is Aborted, and named the same way.
-The other jobs go on unless --fail-fast. Commands inherit poolrun's
-environment (less its POOLRUN_* variables) and working folder, plus
-$POOLRUN_JOB (the job id), and no open file but standard input (from
-/dev/null), output and error. Ctrl-Z stops the commands with poolrun, and
+and the report; a job whose worker died is Aborted, and named the same way
+(or, with --retries N, run again up to N times). A job that runs longer
+than its timeout: (or --timeout, for jobs without one) fails; its command
+gets SIGTERM, then SIGKILL. The other jobs go on unless --fail-fast.
+Commands inherit poolrun's environment (less its POOLRUN_* variables) and
+working folder, plus $POOLRUN_JOB (the job id), and no open file but
+standard input (from /dev/null), output and error. Ctrl-Z stops the commands with poolrun, and
 fg or bg continues them all.
 
 A workflow file larger than 16 MiB (workflow.MaxFileSize) is refused (exit
@@ -106,7 +109,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	wall, runErr := s.run(ctx, p)
-	if runErr != nil && !f.quiet {
+	if runErr != nil {
 		printFailures(stderr, wf, jobs)
 	}
 	return s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
@@ -170,8 +173,16 @@ func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.J
 		}
 		_, err := job.Result()
 		msg := err.Error()
-		if st == engine.Aborted {
+		var te *engine.TimeoutError
+		switch {
+		case st == engine.Aborted:
 			msg = "aborted: " + msg
+		case errors.As(err, &te):
+			// What the command said when it was stopped adds nothing.
+			msg = fmt.Sprintf("job %q (%s:%d): timed out after %v", j.ID, wf.File, j.Line, te.Timeout)
+			if te.Killed {
+				msg += fmt.Sprintf(" and did not stop within %v more: its worker was killed", te.Grace)
+			}
 		}
 		// A command's error names its job already: job "ID" (FILE:LINE): ...
 		if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {

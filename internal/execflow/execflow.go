@@ -193,7 +193,9 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 // Queue queues every job of wf on p, in the order of wf.Jobs, and returns
 // them by workflow id. A job runs after the jobs of its After list
 // (engine.After) and needs the cache items of its Needs list (engine.Needs);
-// it carries the label [LabelID] with its id.
+// its Timeout, if any, bounds its run time (engine.JobTimeout, which
+// overrides the pool's engine.Timeout); it carries the label [LabelID] with
+// its id.
 //
 // Queue checks everything before it queues anything: it fails, queueing
 // nothing, when opts.Dir or the scratch folder is not an existing folder, an
@@ -215,9 +217,10 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 	params := itemParams(wf, s)
 
 	type planned struct {
-		arg   execArg
-		after []string
-		items []cachepool.Handle
+		arg     execArg
+		after   []string
+		items   []cachepool.Handle
+		timeout time.Duration
 	}
 	plan := make([]planned, 0, len(wf.Jobs))
 	seen := make(map[string]bool, len(wf.Jobs))
@@ -238,7 +241,8 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 				ID: j.ID, Run: j.Run, File: wf.File, Line: j.Line,
 				Dir: s.dir, Env: s.env, TailLines: s.tail,
 			},
-			after: j.After,
+			after:   j.After,
+			timeout: j.Timeout,
 		}
 		for _, name := range j.Needs {
 			ip, ok := params[name]
@@ -264,6 +268,9 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		}
 		if len(pl.items) > 0 {
 			jopts = append(jopts, engine.Needs(pl.items...))
+		}
+		if pl.timeout > 0 {
+			jopts = append(jopts, engine.JobTimeout(pl.timeout))
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
 	}
