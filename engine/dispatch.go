@@ -193,6 +193,7 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 	check := time.NewTimer(time.Hour)
 	check.Stop()
 	defer check.Stop()
+	var checkAt time.Time // when check fires, if it is set
 	for {
 		p.mu.Lock()
 		now := time.Now()
@@ -214,10 +215,12 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		if tick != nil {
 			tick.Reset(time.Until(p.lastEvent.Add(p.cfg.tick)))
 		}
-		if at := s.nextCheck(now); !at.IsZero() {
-			check.Reset(time.Until(at))
-		} else {
-			check.Stop()
+		// The timer is set again only when the next check comes sooner
+		// than the one it holds, or that one has passed (a check that comes
+		// early finds nothing and sets it again).
+		if at := s.nextCheck(now); !at.IsZero() && (checkAt.IsZero() || at.Before(checkAt) || !checkAt.After(now)) {
+			check.Reset(at.Sub(now))
+			checkAt = at
 		}
 		p.mu.Unlock()
 

@@ -40,8 +40,8 @@
 //   - A worker that dies is replaced; the job it ran is Aborted, or queued
 //     again for another attempt with [Retries] or [JobRetries] (a job that
 //     returned an error is not retried). [Job.Attempts] lists the runs.
-//     The processes the dead worker's jobs started, and left running, are
-//     killed with it (every process of its session).
+//     The processes the dead worker's jobs started, and left running in
+//     its process group, are killed with it.
 //   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's
 //     context is cancelled and the job Failed with a [*TimeoutError]
 //     (wrapping [context.DeadlineExceeded]); if it has not returned after

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,9 +25,10 @@ import (
 // The descriptors a worker process inherits, after stdin, stdout and
 // stderr.
 const (
-	fdWindow = 3 // the window, read-only
-	fdJobs   = 4 // frames from the parent
-	fdReply  = 5 // frames to the parent
+	fdWindow  = 3 // the window, read-only
+	fdJobs    = 4 // frames from the parent
+	fdReply   = 5 // frames to the parent
+	fdControl = 6 // cancels from the parent, read while a job runs
 )
 
 // pipeTransport starts workers as processes, or as one goroutine in serial
@@ -86,6 +86,14 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	}
 	setPipeSize(jobsW)
 	setPipeSize(repW)
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		repR.Close()
+		repW.Close()
+		return nil, fmt.Errorf("engine: pipe: %w", err)
+	}
 
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
@@ -99,24 +107,29 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 		jobsW.Close()
 		repR.Close()
 		repW.Close()
+		ctlR.Close()
+		ctlW.Close()
 		return nil, fmt.Errorf("engine: pipe: %w", err)
 	}
 	cmd.Stdin = nil
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = errW
-	cmd.ExtraFiles = []*os.File{win.File(), jobsR, repW} // fds 3, 4, 5
+	cmd.ExtraFiles = []*os.File{win.File(), jobsR, repW, ctlR} // fds 3, 4, 5, 6
 	cmd.SysProcAttr = workerSysProcAttr()
 	err = spawn.Start(cmd)
 	jobsR.Close()
 	repW.Close()
 	errW.Close()
+	ctlR.Close()
 	if err != nil {
 		jobsW.Close()
 		repR.Close()
 		errR.Close()
+		ctlW.Close()
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
 	l := newPipeLink(jobsW, repR, t.params)
+	l.ctl = ctlW
 	l.cmd = cmd
 	l.stderr = newStderrTail(errR)
 	l.begin(index, t.out)
@@ -137,7 +150,16 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 	if err != nil {
 		return nil, err
 	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		jobsR.Close()
+		jobsW.Close()
+		repR.Close()
+		repW.Close()
+		return nil, fmt.Errorf("engine: pipe: %w", err)
+	}
 	l := newPipeLink(jobsW, repR, t.params)
+	l.ctl = ctlW
 	if join {
 		l.joinWin = pw
 	}
@@ -146,9 +168,10 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 	l.served = make(chan error, 1)
 	l.abandoned = make(chan struct{})
 	go func() {
-		err := serveLocal(ctx, jobsR, repW, shmView{win}, t.cache)
+		err := serveLocal(ctx, jobsR, repW, ctlR, shmView{win}, t.cache)
 		jobsR.Close()
 		repW.Close()
+		ctlR.Close()
 		l.served <- err
 	}()
 	l.begin(index, t.out)
@@ -156,8 +179,8 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 }
 
 // serveLocal is serial mode's worker: the pipe handshake, then serve.
-func serveLocal(ctx context.Context, in io.Reader, out io.Writer, win windowView, cache *cachepool.Cache) error {
-	wc, params, err := acceptPipe(in, out)
+func serveLocal(ctx context.Context, in io.Reader, out io.Writer, ctl io.Reader, win windowView, cache *cachepool.Cache) error {
+	wc, params, err := acceptPipe(in, out, ctl)
 	if err != nil {
 		return err
 	}
@@ -184,7 +207,9 @@ func pipes() (jobsR, jobsW, repR, repW *os.File, err error) {
 type pipeLink struct {
 	w      io.WriteCloser
 	r      io.ReadCloser
-	params workerParams // the pool's, sent in the handshake; the answer must echo them
+	ctl    io.WriteCloser // the control pipe: cancels
+	params workerParams   // the pool's, sent in the handshake; the answer must echo them
+	ctlMu  sync.Mutex
 
 	cmd    *exec.Cmd   // nil in serial mode
 	stderr *stderrTail // the worker process's stderr, passed on
@@ -234,11 +259,19 @@ func (l *pipeLink) pid() int {
 	return l.cmd.Process.Pid
 }
 
+// cancel writes a cancel frame to the control pipe, which the worker reads
+// while a job runs. A frame of a few bytes into a pipe that carries
+// nothing else does not wait; a worker that has gone makes the write fail,
+// and its end is reported anyway.
 func (l *pipeLink) cancel(id uint64) {
-	l.mu.Lock()
-	l.pending.cancel(id)
-	l.mu.Unlock()
-	l.cond.Signal()
+	if l.ctl == nil {
+		return
+	}
+	var e enc
+	e.cancel(id)
+	l.ctlMu.Lock()
+	l.ctl.Write(e.b)
+	l.ctlMu.Unlock()
 }
 
 func (l *pipeLink) stop() {
@@ -289,6 +322,11 @@ func (l *pipeLink) writeLoop() {
 		if l.closed {
 			l.mu.Unlock()
 			l.w.Close()
+			if l.ctl != nil {
+				l.ctlMu.Lock()
+				l.ctl.Close()
+				l.ctlMu.Unlock()
+			}
 			return
 		}
 		buf, l.pending = l.pending, enc{b: buf.b[:0]}
@@ -395,9 +433,11 @@ func (l *pipeLink) wait(readErr error) error {
 		}
 	}
 	err := l.cmd.Wait()
-	// Whatever the worker's jobs started and left running ends with it:
-	// the processes of its session (see workerSysProcAttr).
-	spawn.SignalSession(l.cmd.Process.Pid, syscall.SIGKILL)
+	// Whatever the worker's jobs started and left running in its process
+	// group ends with it (see workerSysProcAttr). The group's id is the
+	// worker's pid, which no new process takes while the group has
+	// members, and which was the worker's until just now.
+	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
 	if l.stderr != nil {
 		l.stderr.wait(stderrDrain)
 	}
@@ -417,34 +457,30 @@ func (l *pipeLink) wait(readErr error) error {
 	return err
 }
 
-// pipeWorker is a worker's side of the pipes. A goroutine reads the
-// parent's frames as they come, so that a cancel reaches the job it is
-// for while that job runs; the tasks wait in order for the serve loop.
-// Its writes (done, state, alive, bye) are serialised: state and alive
-// come from other goroutines than the serve loop's.
+// pipeWorker is a worker's side of the pipes. The serve loop reads the
+// parent's frames itself; a goroutine reads the control pipe, whose
+// cancels reach the job they are for while it runs (or mark it, if it has
+// not started). Writes (done, state, alive, bye) are serialised: state and
+// alive come from other goroutines than the serve loop's.
 type pipeWorker struct {
 	fr  *frameReader
 	mu  sync.Mutex
 	out io.Writer
 	e   enc
 
-	in struct {
-		mu    sync.Mutex
-		cond  sync.Cond
-		tasks []*task // received, not taken
-		stop  bool
-		err   error // the end of the stream: io.EOF, or what went wrong
-
+	ctl struct {
+		mu        sync.Mutex
 		runID     uint64                  // the task that runs, or 0
 		runCancel context.CancelCauseFunc // cancels its context
+		early     map[uint64]bool         // cancels of tasks not started
 	}
 }
 
 // acceptPipe answers the parent's handshake on a worker's pipes and returns
-// the worker's side of them and the pool's parameters for workers.
-func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, workerParams, error) {
+// the worker's side of them and the pool's parameters for workers. ctl,
+// if not nil, is the control pipe.
+func acceptPipe(in io.Reader, out io.Writer, ctl io.Reader) (*pipeWorker, workerParams, error) {
 	w := &pipeWorker{fr: newFrameReader(in), out: out}
-	w.in.cond.L = &w.in.mu
 	_, params, err := w.fr.hello()
 	if err != nil {
 		return nil, params, err
@@ -453,64 +489,50 @@ func acceptPipe(in io.Reader, out io.Writer) (*pipeWorker, workerParams, error) 
 	if err := w.flush(); err != nil {
 		return nil, params, err
 	}
-	go w.readLoop()
+	if ctl != nil {
+		go w.readControl(ctl)
+	}
 	return w, params, nil
 }
 
-// readLoop reads the parent's frames until the stream ends.
-func (w *pipeWorker) readLoop() {
+// readControl reads cancels until the control pipe ends.
+func (w *pipeWorker) readControl(r io.Reader) {
+	fr := newFrameReader(r)
 	for {
-		kind, d, err := w.fr.next()
-		if err == nil {
-			err = w.take(kind, d)
-		}
+		kind, d, err := fr.next()
 		if err != nil {
-			w.in.mu.Lock()
-			w.in.err = err
-			w.in.mu.Unlock()
-			w.in.cond.Signal()
 			return
 		}
+		if kind != frameCancel {
+			continue // nothing else comes this way
+		}
+		id, err := d.cancel()
+		if err != nil {
+			return
+		}
+		w.ctl.mu.Lock()
+		if w.ctl.runID == id && w.ctl.runCancel != nil {
+			w.ctl.runCancel(errParentCancelled)
+		} else {
+			if w.ctl.early == nil {
+				w.ctl.early = map[uint64]bool{}
+			}
+			w.ctl.early[id] = true
+		}
+		w.ctl.mu.Unlock()
 	}
 }
 
-// take handles one frame from the parent.
-func (w *pipeWorker) take(kind byte, d *dec) error {
-	switch kind {
-	case frameJob:
-		t, err := d.task()
-		if err != nil {
-			return err
-		}
-		t.arg = bytes.Clone(t.arg) // d's buffer is the reader's
-		w.in.mu.Lock()
-		w.in.tasks = append(w.in.tasks, t)
-		w.in.mu.Unlock()
-		w.in.cond.Signal()
-	case frameStop:
-		w.in.mu.Lock()
-		w.in.stop = true
-		w.in.mu.Unlock()
-		w.in.cond.Signal()
-	case frameCancel:
-		id, err := d.cancel()
-		if err != nil {
-			return err
-		}
-		w.in.mu.Lock()
-		if w.in.runID == id && w.in.runCancel != nil {
-			w.in.runCancel(errParentCancelled)
-		}
-		for _, t := range w.in.tasks {
-			if t.id == id {
-				t.cancelled = true
-			}
-		}
-		w.in.mu.Unlock()
-	default:
-		return fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
+// cancelledEarly reports, and forgets, a cancel of task id that came
+// before the task started.
+func (w *pipeWorker) cancelledEarly(id uint64) bool {
+	w.ctl.mu.Lock()
+	defer w.ctl.mu.Unlock()
+	if w.ctl.early[id] {
+		delete(w.ctl.early, id)
+		return true
 	}
-	return nil
+	return false
 }
 
 // flush writes what was encoded. w.mu is held, or no other goroutine writes.
@@ -521,33 +543,32 @@ func (w *pipeWorker) flush() error {
 }
 
 func (w *pipeWorker) next() (*task, bool, error) {
-	w.in.mu.Lock()
-	defer w.in.mu.Unlock()
-	for len(w.in.tasks) == 0 && !w.in.stop && w.in.err == nil {
-		w.in.cond.Wait()
+	kind, d, err := w.fr.next()
+	if err != nil {
+		return nil, false, err
 	}
-	switch {
-	case len(w.in.tasks) > 0:
-		t := w.in.tasks[0]
-		w.in.tasks[0] = nil
-		w.in.tasks = w.in.tasks[1:]
-		return t, false, nil
-	case w.in.stop:
+	switch kind {
+	case frameJob:
+		t, err := d.task()
+		if err == nil {
+			t.cancelled = w.cancelledEarly(t.id)
+		}
+		return t, false, err
+	case frameStop:
 		return nil, true, nil
 	}
-	return nil, false, w.in.err
+	return nil, false, fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
 }
 
-func (w *pipeWorker) ready() bool {
-	w.in.mu.Lock()
-	defer w.in.mu.Unlock()
-	return len(w.in.tasks) > 0 || w.in.stop || w.in.err != nil
-}
+func (w *pipeWorker) ready() bool { return w.fr.buffered() }
 
 func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
-	w.in.mu.Lock()
-	w.in.runID, w.in.runCancel = id, cancel
-	w.in.mu.Unlock()
+	w.ctl.mu.Lock()
+	w.ctl.runID, w.ctl.runCancel = id, cancel
+	w.ctl.mu.Unlock()
+	if id != 0 && w.cancelledEarly(id) {
+		cancel(errParentCancelled) // came between next and now
+	}
 }
 
 func (w *pipeWorker) done(r *reply) error {

@@ -9,15 +9,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// workerSysProcAttr: a worker gets SIGTERM when its parent dies, and a
-// session of its own: a terminal's Ctrl-C reaches the parent alone, which
-// then stops the workers in order, and when a worker has gone the parent
-// ends whatever its jobs started and left behind, found as the processes
-// of its session (see internal/spawn.SignalSession). Workers are started
-// by internal/spawn, from a thread that lives as long as the parent, so
-// that the signal fires when the parent dies and not before.
+// workerSysProcAttr: a worker gets SIGTERM when its parent dies, and its own
+// process group, so that a terminal's Ctrl-C reaches the parent alone,
+// which then stops the workers in order; and so that when a worker has
+// gone the parent can end what its jobs started and left in the group
+// (see pipeLink.wait). Workers are started by internal/spawn, from a
+// thread that lives as long as the parent, so that the signal fires when
+// the parent dies and not before. (Not a session of their own: the kernel
+// then schedules each as a group of its own, autogroup, and a worker's
+// round trips with the parent slow down by half.)
 func workerSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setsid: true}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 }
 
 // setPipeSize enlarges a pipe to 1 MiB (the default limit for unprivileged

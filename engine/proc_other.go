@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// workerSysProcAttr: a session of its own (see proc_linux.go); without a
-// parent-death signal, workers watch their parent's process id instead
-// (see watchParent).
-func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+// workerSysProcAttr: a process group of its own (see proc_linux.go);
+// without a parent-death signal, workers watch their parent's process id
+// instead (see watchParent).
+func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func setPipeSize(*os.File) {}

@@ -64,17 +64,13 @@ func serveProcess(version string) int {
 	// os.NewFile never fails for these numbers; whether the descriptors are
 	// open, and what they are, shm.Open and the handshake find out.
 	winFile := os.NewFile(fdWindow, "window")
-	// The parent's frames are read by a goroutine that hands tasks to the
-	// serve loop; in non-blocking mode it waits in the network poller, so
-	// that the serve loop it wakes runs at once on the same thread rather
-	// than after the runtime takes back a thread blocked in read.
-	syscall.SetNonblock(fdJobs, true)
 	in := os.NewFile(fdJobs, "jobs")
 	out := os.NewFile(fdReply, "replies")
+	ctl := os.NewFile(fdControl, "control")
 	// The protocol's descriptors are this process's alone: processes that
 	// jobs start must not inherit them (a child that outlived its job would
 	// keep the reply pipe open, or could write into the protocol).
-	for _, fd := range []int{fdWindow, fdJobs, fdReply} {
+	for _, fd := range []int{fdWindow, fdJobs, fdReply, fdControl} {
 		syscall.CloseOnExec(fd)
 	}
 	win, err := shm.Open(winFile)
@@ -117,7 +113,7 @@ func serveProcess(version string) int {
 		stop()
 	}()
 	go watchParent(stop)
-	wc, params, err := acceptPipe(in, out)
+	wc, params, err := acceptPipe(in, out, ctl)
 	if err == nil {
 		if params.memLimit > 0 {
 			debug.SetMemoryLimit(params.memLimit)

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/spawn"
 )
 
 // deathWait bounds how long the removal of a dead worker's scratch folder
@@ -20,10 +22,12 @@ const deathWait = 2 * time.Second
 // create a file in it while it is removed.
 const removeTries = 3
 
-// ScratchCleanup returns the pool option that removes a worker process's
-// scratch folder the moment the worker ends other than by the pool's
-// normal stop (an [engine.WorkerDied] event): a worker killed with SIGKILL
-// cannot remove it itself, and its artefacts are of no use to anyone.
+// ScratchCleanup returns the pool option that kills what a worker
+// process's commands left running (the processes marked with its pair of
+// pids, see [OwnerEnv]) and removes its scratch folder, the moment the
+// worker ends other than by the pool's normal stop (an
+// [engine.WorkerDied] event): a worker killed with SIGKILL cannot do
+// either itself, and its artefacts are of no use to anyone.
 // Give it to engine.New of a pool on which workflows are queued with the
 // same opts (their scratch root); the pool's Run returns only once the
 // folders of the workers that died are removed.
@@ -47,6 +51,9 @@ func ScratchCleanup(opts Options) engine.Option {
 		if e.Kind != engine.WorkerDied || e.PID <= 0 || e.PID == os.Getpid() {
 			return
 		}
+		// What its commands started and left running ends with it.
+		mark := fmt.Sprintf("%s=%d:%d", OwnerEnv, os.Getpid(), e.PID)
+		spawn.SignalTagged(func(entry string) bool { return entry == mark }, syscall.SIGKILL)
 		if err := removeScratchOf(root, e.PID); err != nil {
 			fmt.Fprintf(os.Stderr, "poolrun: removing the scratch folder of worker %d (pid %d): %v\n", e.Worker, e.PID, err)
 		}

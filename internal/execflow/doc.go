@@ -21,11 +21,12 @@
 //     variable whose name begins with [EnvPrefix] (the engine's worker
 //     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
 //     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
-//     for every item it needs ([workflow.EnvName]);
-//   - in a process group of its own, in its worker's session; the shell is
-//     killed with SIGKILL if the worker process dies (Linux' parent-death
-//     signal), and the pool's process then kills the rest of the worker's
-//     session (see the engine);
+//     for every item it needs ([workflow.EnvName]), plus the mark
+//     [OwnerEnv]=<pool pid>:<worker pid>, which what it starts inherits;
+//   - in a process group of its own; the shell is killed with SIGKILL if
+//     the worker process dies (Linux' parent-death signal), and the pool's
+//     process then kills every process that bears the dead worker's mark
+//     ([ScratchCleanup]);
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind
@@ -49,8 +50,8 @@
 // treatment: SIGTERM, then SIGKILL after KillGrace. A job's processes do not
 // outlive it, unless they leave its process group (setsid).
 //
-// [Suspend] stops (SIGSTOP) every process of a pool's work, in its workers'
-// sessions and, in serial mode, in the pool's own process's commands, and
+// [Suspend] stops (SIGSTOP) every process of a pool's work (its workers'
+// process groups and every process that bears the pool's mark), and
 // continues them later: the other half of a terminal's Ctrl-Z, which
 // reaches the pool's process alone.
 //
@@ -99,8 +100,9 @@
 // # Caveats
 //
 //   - A process that a command starts in a new process group escapes the
-//     group kill, and one in a new session the kill of its worker's session
-//     and [Suspend].
+//     group kill of a cancelled job; one that also drops [OwnerEnv] from
+//     its environment escapes the end of a dead worker's processes and
+//     [Suspend].
 //   - A worker whose parent dies is sent SIGTERM by the engine and stops
 //     its commands as above. A worker stopped (SIGSTOP, Ctrl-Z) when its
 //     parent is killed with SIGKILL stays stopped, with its commands, until

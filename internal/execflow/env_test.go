@@ -88,9 +88,13 @@ jobs:
 				t.Errorf("the worker marker reached the command: %s=%q", engine.WorkerEnv, v)
 			}
 			for k, v := range env {
-				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_JOB" && k != "POOLRUN_ITEM_REF_2" {
+				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_JOB" && k != "POOLRUN_ITEM_REF_2" && k != execflow.OwnerEnv {
 					t.Errorf("the command inherited %s=%q", k, v)
 				}
+			}
+			// The mark: this process's pid (the pool's), and the worker's.
+			if own := env[execflow.OwnerEnv]; !strings.HasPrefix(own, strconv.Itoa(os.Getpid())+":") {
+				t.Errorf("the command is marked %s=%q, want this process's pid first", execflow.OwnerEnv, own)
 			}
 			wantDir, _ := filepath.EvalSymlinks(dir)
 			if got := strings.TrimSpace(readFile(t, filepath.Join(logDir, "pwd"))); got != wantDir {
@@ -110,8 +114,11 @@ jobs:
 			if _, ok := itemEnv[engine.WorkerEnv]; ok {
 				t.Error("the worker marker reached the item's command")
 			}
+			if itemEnv[execflow.OwnerEnv] != env[execflow.OwnerEnv] {
+				t.Errorf("the item's command is marked %q, the job's %q", itemEnv[execflow.OwnerEnv], env[execflow.OwnerEnv])
+			}
 			for k, v := range itemEnv {
-				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_ITEM" {
+				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_ITEM" && k != execflow.OwnerEnv {
 					t.Errorf("the item's command inherited %s=%q", k, v)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -21,6 +22,24 @@ const FuncName = "poolrun.exec"
 
 // JobEnv is the environment variable that holds a job's workflow id.
 const JobEnv = "POOLRUN_JOB"
+
+// OwnerEnv is the environment variable that marks every command poolrun
+// runs, and what that command starts in turn: its value is
+// "PARENT:WORKER", the pids of the pool's process and of the worker that
+// runs the command (the same in serial mode). When a worker dies, the pool
+// ends the processes marked with its pair, wherever they went (a process
+// group or session of their own, another parent); Ctrl-Z stops, and fg
+// continues, those marked with the pool's pid.
+const OwnerEnv = "POOLRUN_OWNER"
+
+// owner is this process's value of OwnerEnv.
+var owner = sync.OnceValue(func() string {
+	parent := os.Getpid()
+	if _, worker := os.LookupEnv(engine.WorkerEnv); worker {
+		parent = os.Getppid()
+	}
+	return fmt.Sprintf("%d:%d", parent, os.Getpid())
+})
 
 // EnvPrefix begins the names of poolrun's environment variables:
 // [engine.WorkerEnv], [JobEnv], [workflow.ItemEnv] and the item paths of
@@ -340,5 +359,6 @@ func commandEnv(extra []string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, extra...)
+	env = append(env, extra...)
+	return append(env, OwnerEnv+"="+owner())
 }

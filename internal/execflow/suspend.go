@@ -1,8 +1,10 @@
 package execflow
 
 import (
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -45,26 +47,29 @@ func (g *groups) list() []int {
 // Suspend stops (SIGSTOP) every process that runs p's work, and returns
 // the function that continues (SIGCONT) them; call it once. It is the
 // first half of a terminal's Ctrl-Z, which reaches the pool's process only:
-// its workers, and the commands they run, are in sessions of their own
-// (see the engine), so the caller stops itself after Suspend, and resumes
-// the work once it is continued.
+// its workers, and the commands they run, are in process groups of their
+// own (see the engine), so the caller stops itself after Suspend, and
+// resumes the work once it is continued.
 //
-// The processes stopped are, for each worker process of p, every process
-// of its session (the worker, its commands and their children, found in
-// /proc on Linux; see internal/spawn.SignalSession) and of its process
-// group; and the process group of every command this process runs itself
-// (serial mode). A process that a command moves to a session of its own
-// escapes, as it escapes a stop of its job. A worker started meanwhile
-// (to replace one that died) is not stopped but is continued.
+// The processes stopped are the process group of each worker process of p,
+// every process marked as a command of this pool or a process a command
+// started (see [OwnerEnv]; found in /proc, on Linux), and the process
+// group of every command this process runs itself (serial mode). A
+// process that drops the mark from its environment escapes, unless it
+// stays in its command's process group. A worker started meanwhile (to
+// replace one that died) is not stopped but is continued.
 func Suspend(p *engine.Pool) (resume func()) {
 	stopped := workPIDs(p)
 	local := running.list()
-	// Twice: a process that forked while its session was being listed is
-	// found the second time.
+	ours := fmt.Sprintf("%s=%d:", OwnerEnv, os.Getpid())
+	mine := func(entry string) bool { return strings.HasPrefix(entry, ours) }
+	// Twice: a process that forked while the others were being stopped
+	// is found the second time.
 	for range 2 {
 		for _, pid := range stopped {
-			signalWorker(pid, syscall.SIGSTOP)
+			syscall.Kill(-pid, syscall.SIGSTOP)
 		}
+		spawn.SignalTagged(mine, syscall.SIGSTOP)
 		for _, pgid := range local {
 			syscall.Kill(-pgid, syscall.SIGSTOP)
 		}
@@ -72,11 +77,12 @@ func Suspend(p *engine.Pool) (resume func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			for _, pid := range union(stopped, workPIDs(p)) {
-				signalWorker(pid, syscall.SIGCONT)
-			}
+			spawn.SignalTagged(mine, syscall.SIGCONT)
 			for _, pgid := range union(local, running.list()) {
 				syscall.Kill(-pgid, syscall.SIGCONT)
+			}
+			for _, pid := range union(stopped, workPIDs(p)) {
+				syscall.Kill(-pid, syscall.SIGCONT)
 			}
 		})
 	}
@@ -92,16 +98,6 @@ func workPIDs(p *engine.Pool) []int {
 		}
 	}
 	return pids
-}
-
-// signalWorker sends sig to every process of the session and of the
-// process group of worker pid. A worker leads both; the second reaches
-// what the first does not where sessions are not listed, and nothing else:
-// a process group's id is its leader's pid, which is not reused while the
-// group lives.
-func signalWorker(pid int, sig syscall.Signal) {
-	spawn.SignalSession(pid, sig)
-	syscall.Kill(-pid, sig)
 }
 
 func union(a, b []int) []int {
