@@ -11,6 +11,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
 )
@@ -93,11 +94,13 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o777); err != nil {
 		return badInput(fmt.Errorf("poolrun scaffold: output folder: %w", err))
 	}
-	// Temporary files of a run that was killed: never a result.
+	// Temporary files of a run that was killed: never a result; and the
+	// folders of poolrun processes that were (a bench's, say).
 	scaffold.RemoveTemp(out)
+	execflow.SweepScratch("")
 
 	s := newSession(&f.pool, stderr)
 	p := engine.New(s.options()...)

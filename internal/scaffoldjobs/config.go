@@ -69,7 +69,7 @@ func writeConfig(cfg *scaffold.Config, out string) (ConfigRef, error) {
 	if out, err = filepath.Abs(out); err != nil {
 		return ConfigRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o777); err != nil {
 		return ConfigRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
 	}
 	ref := ConfigRef{Hash: cfg.Hash()}
