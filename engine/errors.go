@@ -114,7 +114,7 @@ func (e *TimeoutError) Error() string {
 	switch {
 	case e.Killed:
 		msg += fmt.Sprintf(" and did not return within %v more: its worker was killed", e.Grace)
-	case e.Returned != "":
+	case e.Returned != "" && e.Returned != context.DeadlineExceeded.Error():
 		msg += " (it returned: " + e.Returned + ")"
 	}
 	return msg

@@ -34,7 +34,7 @@ func ExampleTimeout() {
 	fmt.Println("quick:", quick.Status(), "-", v, "after", len(quick.Attempts()), "attempt(s)")
 	// Output:
 	// pool timed out: true
-	// slow: failed - timed out after 50ms (it returned: context deadline exceeded)
+	// slow: failed - timed out after 50ms
 	// quick: succeeded - done after 1 attempt(s)
 }
 
