@@ -1,16 +1,15 @@
 package scaffold
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/poolrun/poolrun/internal/yamlline"
 )
 
 // MaxConfigSize bounds the size of a configuration file that [LoadConfig]
@@ -54,21 +53,21 @@ func LoadConfig(path string) (*Config, error) {
 // cell_types or connections is refused, as it repeats the element's name.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	p := &parser{file: file, lines: map[string]int{}}
-	r := &lineReader{data: data}
+	r := yamlline.NewReader(data)
 	dec := yaml.NewDecoder(r)
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{File: file, Line: 1, Msg: "empty configuration"}
 		}
-		return nil, p.yamlError(err, data, r.off)
+		return nil, p.yamlError(err, data, r.Offset())
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, &ConfigError{File: file, Line: extra.Line, Msg: "a second YAML document; a configuration is one document"}
 	case !errors.Is(err, io.EOF):
-		return nil, p.yamlError(err, data, r.off)
+		return nil, p.yamlError(err, data, r.Offset())
 	}
 	c := &Config{}
 	if len(doc.Content) == 1 {
@@ -126,84 +125,12 @@ func joinProblems(file string, ps []problem, lines map[string]int) error {
 	return joinErrors(errs, 0)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlError turns an error of the YAML library into a ConfigError. read is
-// the number of bytes of data the library had read when it failed.
-//
-// Where the library's message has no line (an unknown anchor, a mistake on
-// the first line), the line is the first whose cut fails the same way: the
-// library reads a line at a time (see [lineReader]) and fails a few tokens
-// past the mistake, so the cut after the last line it read fails as data
-// does, and cuts before it are decoded going back, one line, then two,
-// four..., and then halving, until one does not.
+// yamlError turns an error of the YAML library into a ConfigError, at
+// the line package yamlline finds. read is the number of bytes of data the
+// library had read when it failed.
 func (p *parser) yamlError(err error, data []byte, read int) error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &ConfigError{File: p.file, Line: line, Msg: "invalid YAML: " + m[2]}
-	}
-	var ends []int // ends[i] is the end of line i+1, its newline included
-	for i, j := 0, 0; j >= 0; i += j + 1 {
-		if j = bytes.IndexByte(data[:read][i:], '\n'); j >= 0 {
-			ends = append(ends, i+j+1)
-		}
-	}
-	if len(ends) == 0 || ends[len(ends)-1] != read {
-		ends = append(ends, read)
-	}
-	fails := func(line int) bool { return yamlFails(data[:ends[line-1]], msg) }
-	lo, hi := 1, len(ends) // the line is in [lo, hi]
-	for step := 1; lo < hi; step *= 2 {
-		c := max(hi-step, lo)
-		if !fails(c) {
-			lo = c + 1
-			break
-		}
-		hi = c
-	}
-	for lo < hi {
-		if c := lo + (hi-lo)/2; fails(c) {
-			hi = c
-		} else {
-			lo = c + 1
-		}
-	}
-	return &ConfigError{File: p.file, Line: hi, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
-}
-
-// yamlFails reports whether decoding the documents of data, one after the
-// other, ends in the error msg. It reads data as the first decoding did,
-// a line at a time, which decides where the library notices a bad byte.
-func yamlFails(data []byte, msg string) bool {
-	dec := yaml.NewDecoder(&lineReader{data: data})
-	for {
-		var n yaml.Node
-		if err := dec.Decode(&n); err != nil {
-			return err.Error() == msg
-		}
-	}
-}
-
-// A lineReader hands out data at most one line per Read, so that the YAML
-// library, which reads only as far as it needs, has read little beyond
-// its first error when it reports it.
-type lineReader struct {
-	data []byte
-	off  int // bytes handed out
-}
-
-func (r *lineReader) Read(b []byte) (int, error) {
-	if r.off == len(r.data) {
-		return 0, io.EOF
-	}
-	rest := r.data[r.off:]
-	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-		rest = rest[:i+1]
-	}
-	n := copy(b, rest)
-	r.off += n
-	return n, nil
+	line, msg := yamlline.Locate(data, err, read)
+	return &ConfigError{File: p.file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
 // parser walks the YAML node tree, so that it knows the line of every field

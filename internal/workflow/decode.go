@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/poolrun/poolrun/internal/yamlline"
 )
 
 // This file turns YAML into entries: the jobs and items as written, with
@@ -142,20 +143,20 @@ func (p *parser) parse(data []byte) (*Workflow, error) {
 // document decodes data, which must hold at most one YAML document, and
 // returns its root node, or nil if there is none.
 func (p *parser) document(data []byte) (*yaml.Node, error) {
-	r := &lineReader{data: data}
+	r := yamlline.NewReader(data)
 	dec := yaml.NewDecoder(r)
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, p.yamlError(data, err, r.off)
+		return nil, p.yamlError(data, err, r.Offset())
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, p.yamlError(data, err, r.off)
+		return nil, p.yamlError(data, err, r.Offset())
 	default:
 		return nil, p.errorf(next.Line, "a second YAML document: a workflow file holds only one")
 	}
@@ -168,114 +169,15 @@ func (p *parser) document(data []byte) (*yaml.Node, error) {
 	return resolve(&doc), nil
 }
 
-// A lineReader hands out data at most one line per Read, so that the YAML
-// library, which reads only as far as it needs, has read little beyond
-// its first error when it reports it.
-type lineReader struct {
-	data []byte
-	off  int // bytes handed out
-}
-
-func (r *lineReader) Read(b []byte) (int, error) {
-	if r.off == len(r.data) {
-		return 0, io.EOF
-	}
-	rest := r.data[r.off:]
-	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-		rest = rest[:i+1]
-	}
-	n := copy(b, rest)
-	r.off += n
-	return n, nil
-}
-
-// yamlLine matches the line that the YAML library puts in some errors.
-var yamlLine = regexp.MustCompile(`^yaml: (?:line ([0-9]+): )?`)
-
-// yamlError turns an error of the YAML library into an *Error. read is the
-// number of bytes of data the library had read when it failed.
-//
-// The library's own line is not reliable: for many errors it is the line
-// before the start of the enclosing block, which can be far above the
-// mistake, and some errors have none. The line reported is found by
-// cutting data after a line and decoding the cut: a line C such that the
-// cut after C fails with the same error (line included, as the library's
-// line does not depend on what follows) and the cut after C-1 does not.
-// Parsing stops at the first error, so every cut after the last line the
-// library read fails that way; and the library reads a line at a time
-// (see [lineReader]) and only a few tokens ahead, so the search starts
-// there and goes back, and usually ends after one cut. The library's own
-// line is tried first, and kept if its cut fails the same way: for an
-// unclosed quote, say, it is the line that opens the quote. Each cut costs
-// a parse of the file up to that line; a search that goes back further
-// than a few lines halves its interval at each step, so it never costs
-// more than about twice the logarithm of the number of lines read.
+// yamlError turns an error of the YAML library into an *Error, at the
+// line package yamlline finds. read is the number of bytes of data the
+// library had read when it failed.
 func (p *parser) yamlError(data []byte, err error, read int) error {
-	msg := err.Error()
-	var ends []int // ends[i] is the end of line i+1, its newline included
-	for i, j := 0, 0; j >= 0; i += j + 1 {
-		if j = bytes.IndexByte(data[i:], '\n'); j >= 0 {
-			ends = append(ends, i+j+1)
-		}
+	line, msg := yamlline.Locate(data, err, read)
+	if bytes.Contains(yamlline.LineText(data, line), []byte("${")) {
+		msg += `; inside [ ] and { }, quote strings that contain ${...}: ["a-${i}"]`
 	}
-	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
-		ends = append(ends, len(data))
-	}
-	fails := func(line int) bool { return yamlFails(data[:ends[line-1]], msg) }
-
-	// Look for the line in [lo, hi]; the cut after hi fails as data does.
-	lo, hi := 1, min(sort.SearchInts(ends, max(read, 1))+1, len(ends))
-	bare := msg
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		bare = msg[len(m[0]):]
-		if n, _ := strconv.Atoi(m[1]); n >= 1 && n < hi {
-			if fails(n) {
-				lo, hi = n, n
-			} else {
-				lo = n + 1
-			}
-		}
-	}
-	// Back from hi, one line, then two, four...
-	for step := 1; lo < hi; step *= 2 {
-		c := max(hi-step, lo)
-		if !fails(c) {
-			lo = c + 1
-			break
-		}
-		hi = c
-	}
-	for lo < hi {
-		c := lo + (hi-lo)/2
-		if fails(c) {
-			hi = c
-		} else {
-			lo = c + 1
-		}
-	}
-	start := 0
-	if hi > 1 {
-		start = ends[hi-2]
-	}
-	if bytes.Contains(data[start:ends[hi-1]], []byte("${")) {
-		bare += `; inside [ ] and { }, quote strings that contain ${...}: ["a-${i}"]`
-	}
-	return p.errorf(hi, "bad YAML: %s", bare)
-}
-
-// yamlFails reports whether decoding the documents of data, one after the
-// other, ends in the error msg. It reads data as the first decoding did,
-// a line at a time, which decides where the library notices a bad byte.
-func yamlFails(data []byte, msg string) bool {
-	dec := yaml.NewDecoder(&lineReader{data: data})
-	for {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if err == nil {
-			continue
-		}
-		return err.Error() == msg
-	}
+	return p.errorf(line, "bad YAML: %s", msg)
 }
 
 // resolve follows aliases to the node they stand for.
