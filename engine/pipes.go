@@ -80,58 +80,34 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	// The parent's ends are non-blocking (its goroutines wait in the network
 	// poller, holding no thread); exec hands the worker its ends in blocking
 	// mode, which suits a process that does one thing at a time.
-	jobsR, jobsW, repR, repW, err := pipes()
+	lp, err := makePipes(true)
 	if err != nil {
 		return nil, err
 	}
-	setPipeSize(jobsW)
-	setPipeSize(repW)
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		repR.Close()
-		repW.Close()
-		return nil, fmt.Errorf("engine: pipe: %w", err)
-	}
+	setPipeSize(lp.jobsW)
+	setPipeSize(lp.repW)
 
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
+	cmd.Stdin = nil
+	cmd.Stdout = os.Stdout
 	// The worker's stderr passes through this process, which keeps its
 	// last lines: what a worker that died said last goes in the error of
 	// a crash loop.
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		repR.Close()
-		repW.Close()
-		ctlR.Close()
-		ctlW.Close()
-		return nil, fmt.Errorf("engine: pipe: %w", err)
-	}
-	cmd.Stdin = nil
-	cmd.Stdout = os.Stdout
-	cmd.Stderr = errW
-	cmd.ExtraFiles = []*os.File{win.File(), jobsR, repW, ctlR} // fds 3, 4, 5, 6
+	cmd.Stderr = lp.errW
+	cmd.ExtraFiles = []*os.File{win.File(), lp.jobsR, lp.repW, lp.ctlR} // fds 3, 4, 5, 6
 	cmd.SysProcAttr = workerSysProcAttr()
 	err = spawn.Start(cmd)
-	jobsR.Close()
-	repW.Close()
-	errW.Close()
-	ctlR.Close()
+	lp.closeWorkers()
 	if err != nil {
-		jobsW.Close()
-		repR.Close()
-		errR.Close()
-		ctlW.Close()
+		lp.closeParents()
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
-	l := newPipeLink(jobsW, repR, t.params)
-	l.ctl = ctlW
+	l := newPipeLink(lp.jobsW, lp.repR, t.params)
+	l.ctl = lp.ctlW
 	l.cmd = cmd
-	l.stderr = newStderrTail(errR)
+	l.stderr = newStderrTail(lp.errR)
 	l.begin(index, t.out)
 	return l, nil
 }
@@ -146,20 +122,12 @@ func (t *pipeTransport) startLocal(index int, win *shm.Window) (link, error) {
 // brings win along, as that of a worker that joined by itself.
 func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link, error) {
 	win := pw.(shmPublisher).w
-	jobsR, jobsW, repR, repW, err := pipes()
+	lp, err := makePipes(false)
 	if err != nil {
 		return nil, err
 	}
-	ctlR, ctlW, err := os.Pipe()
-	if err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		repR.Close()
-		repW.Close()
-		return nil, fmt.Errorf("engine: pipe: %w", err)
-	}
-	l := newPipeLink(jobsW, repR, t.params)
-	l.ctl = ctlW
+	l := newPipeLink(lp.jobsW, lp.repR, t.params)
+	l.ctl = lp.ctlW
 	if join {
 		l.joinWin = pw
 	}
@@ -168,10 +136,8 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 	l.served = make(chan error, 1)
 	l.abandoned = make(chan struct{})
 	go func() {
-		err := serveLocal(ctx, jobsR, repW, ctlR, shmView{win}, t.cache)
-		jobsR.Close()
-		repW.Close()
-		ctlR.Close()
+		err := serveLocal(ctx, lp.jobsR, lp.repW, lp.ctlR, shmView{win}, t.cache)
+		lp.closeWorkers()
 		l.served <- err
 	}()
 	l.begin(index, t.out)
@@ -187,17 +153,45 @@ func serveLocal(ctx context.Context, in io.Reader, out io.Writer, ctl io.Reader,
 	return serve(ctx, wc, win, cache, params, false, new(atomic.Bool))
 }
 
-// pipes makes the two pipes of a link: jobs (parent to worker) and replies.
-func pipes() (jobsR, jobsW, repR, repW *os.File, err error) {
-	if jobsR, jobsW, err = os.Pipe(); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+// linkPipes are the pipes of a link: jobs and control (parent to worker),
+// replies (worker to parent), and, for a worker process, its stderr. The
+// parent keeps the ends it reads or writes; the worker's ends are closed
+// in the parent once the worker has them.
+type linkPipes struct {
+	jobsR, jobsW, repR, repW, ctlR, ctlW, errR, errW *os.File
+}
+
+// makePipes makes a link's pipes, with stderr for a worker process.
+func makePipes(stderr bool) (*linkPipes, error) {
+	var lp linkPipes
+	pairs := []*[2]**os.File{{&lp.jobsR, &lp.jobsW}, {&lp.repR, &lp.repW}, {&lp.ctlR, &lp.ctlW}}
+	if stderr {
+		pairs = append(pairs, &[2]**os.File{&lp.errR, &lp.errW})
 	}
-	if repR, repW, err = os.Pipe(); err != nil {
-		jobsR.Close()
-		jobsW.Close()
-		return nil, nil, nil, nil, fmt.Errorf("engine: pipe: %w", err)
+	for _, pr := range pairs {
+		r, w, err := os.Pipe()
+		if err != nil {
+			lp.closeParents()
+			lp.closeWorkers()
+			return nil, fmt.Errorf("engine: pipe: %w", err)
+		}
+		*pr[0], *pr[1] = r, w
 	}
-	return jobsR, jobsW, repR, repW, nil
+	return &lp, nil
+}
+
+// closeWorkers closes the worker's ends.
+func (lp *linkPipes) closeWorkers() { closeAll(lp.jobsR, lp.repW, lp.ctlR, lp.errW) }
+
+// closeParents closes the parent's ends.
+func (lp *linkPipes) closeParents() { closeAll(lp.jobsW, lp.repR, lp.ctlW, lp.errR) }
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // pipeLink is the scheduler's link to a worker over a pair of pipes: it
