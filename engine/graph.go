@@ -68,7 +68,7 @@ func (p *Pool) add(j *job) {
 	var bad *job
 	for _, d := range j.deps {
 		switch d.Status() {
-		case Succeeded:
+		case Succeeded, Skipped:
 		case Failed, Cancelled, Aborted:
 			bad = d
 		default:
@@ -82,9 +82,19 @@ func (p *Pool) add(j *job) {
 	case p.failed:
 		p.finish(j, Cancelled, fmt.Errorf("queued after a failure: %w", ErrFailFast))
 	case j.waiting == 0:
-		p.setStatus(j, Queued)
-		p.queue.push(j)
+		p.ready(j)
 	}
+}
+
+// ready queues j, whose dependencies have succeeded, or ends it Skipped.
+// p.mu is held.
+func (p *Pool) ready(j *job) {
+	if j.skip {
+		p.finish(j, Skipped, nil)
+		return
+	}
+	p.setStatus(j, Queued)
+	p.queue.push(j)
 }
 
 func depError(d *job) error {
@@ -137,10 +147,14 @@ func (p *Pool) finish(j *job, s Status, err error) {
 			if d.Status() != Pending {
 				continue
 			}
-			if e.s == Succeeded {
+			if e.s == Succeeded || e.s == Skipped {
 				if d.waiting--; d.waiting == 0 {
-					p.setStatus(d, Queued)
-					p.queue.push(d)
+					if d.skip {
+						todo = append(todo, end{d, Skipped, nil})
+					} else {
+						p.setStatus(d, Queued)
+						p.queue.push(d)
+					}
 				}
 				continue
 			}

@@ -48,6 +48,7 @@ type job struct {
 	cancelled    bool
 	cancelReason string
 	cancelAt     time.Time
+	skip         bool // ends Skipped instead of running (Skip)
 }
 
 func (j *job) Status() Status { return Status(j.status.Load()) }
@@ -93,12 +94,14 @@ func (j *Job[R]) Done() <-chan struct{} {
 // Result returns the job's value once it Succeeded. Otherwise the value is
 // R's zero value and the error says why there is none: [ErrNotRun] (wrapped)
 // while the job has not finished, or the error it failed, was cancelled or
-// was aborted with.
+// was aborted with; a Skipped job has no value and no error.
 func (j *Job[R]) Result() (R, error) {
 	var zero R
 	switch st := j.Status(); {
 	case !st.Done():
 		return zero, fmt.Errorf("job %d is %s: %w", j.j.id, st, ErrNotRun)
+	case st == Skipped:
+		return zero, nil
 	case st != Succeeded:
 		return zero, j.j.err
 	}
@@ -186,7 +189,15 @@ type jobOptions struct {
 	retries int // -1: the pool's
 	timeout time.Duration
 	hasTime bool
+	skip    bool
 }
+
+// Skip makes the job end Skipped instead of running, once its
+// dependencies have succeeded (or been skipped): its work was done
+// before, as a build tool finds from the files it would write. Its
+// dependents then go on as after a success. If a dependency fails, it is
+// Cancelled as any job would be.
+func Skip() JobOption { return func(o *jobOptions) { o.skip = true } }
 
 // JobRetries sets, for this job, how many times it is run again when its
 // worker dies under it (see [Retries], which it overrides). Negative n
@@ -271,6 +282,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 	if o.hasTime {
 		j.timeout = o.timeout
 	}
+	j.skip = o.skip
 	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)

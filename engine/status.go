@@ -23,11 +23,15 @@ const (
 	Cancelled
 	// Aborted: its worker process died (or was stopped) while running it.
 	Aborted
+	// Skipped: its work was already done (it was queued with [Skip]): it
+	// did not run, and counts as succeeded for the jobs that come after
+	// it; it has no result.
+	Skipped
 
 	numStatuses = iota
 )
 
-var statusNames = [...]string{"pending", "queued", "running", "succeeded", "failed", "cancelled", "aborted"}
+var statusNames = [...]string{"pending", "queued", "running", "succeeded", "failed", "cancelled", "aborted", "skipped"}
 
 // String returns the status's lower-case name.
 func (s Status) String() string {
@@ -37,8 +41,8 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", int32(s))
 }
 
-// Done reports whether the status is final: Succeeded, Failed, Cancelled or
-// Aborted.
+// Done reports whether the status is final: Succeeded, Failed, Cancelled,
+// Aborted or Skipped.
 func (s Status) Done() bool { return s >= Succeeded }
 
 // PoolState is the state of a pool as a whole.

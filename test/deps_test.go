@@ -267,3 +267,45 @@ func TestScheduler(t *testing.T) {
 		}
 	})
 }
+
+// TestSkip: a job queued with Skip does not run, ends Skipped once its
+// dependencies have succeeded, and its dependents run as after a success;
+// a skipped job after a failure is Cancelled like any other.
+func TestSkip(t *testing.T) {
+	modes(t, func(t *testing.T, workers int) {
+		dir := t.TempDir()
+		p := engine.New(engine.Workers(workers))
+		first := engine.Queue(p, touch, filepath.Join(dir, "first"))
+		skipped := engine.Queue(p, touch, filepath.Join(dir, "skipped"), engine.After(first), engine.Skip())
+		after := engine.Queue(p, touch, filepath.Join(dir, "after"), engine.After(skipped))
+		bad := engine.Queue(p, fail, "no")
+		notSkipped := engine.Queue(p, touch, filepath.Join(dir, "never"), engine.After(bad), engine.Skip())
+		err := p.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "no") {
+			t.Fatalf("Run: %v", err)
+		}
+		if skipped.Status() != engine.Skipped {
+			t.Errorf("skipped job: %v", skipped.Status())
+		}
+		if _, err := skipped.Result(); err != nil {
+			t.Errorf("skipped job's result: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "skipped")); err == nil {
+			t.Error("the skipped job ran")
+		}
+		for _, j := range []*engine.Job[struct{}]{first, after} {
+			if _, err := j.Result(); err != nil {
+				t.Errorf("job %d: %v", j.ID(), err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "after")); err != nil {
+			t.Errorf("the job after the skipped one did not run: %v", err)
+		}
+		if notSkipped.Status() != engine.Cancelled {
+			t.Errorf("a skipped job after a failure: %v, want cancelled", notSkipped.Status())
+		}
+		if n := p.Stats().Counts[engine.Skipped]; n != 1 {
+			t.Errorf("%d skipped in the counts", n)
+		}
+	})
+}

@@ -82,7 +82,7 @@ func (p *progress) update(e engine.Event) {
 	p.last = e
 	p.mu.Unlock()
 	if p.bar != nil {
-		done := e.Counts[engine.Succeeded] + e.Counts[engine.Failed] + e.Counts[engine.Cancelled] + e.Counts[engine.Aborted]
+		done := e.Counts[engine.Succeeded] + e.Counts[engine.Failed] + e.Counts[engine.Cancelled] + e.Counts[engine.Aborted] + e.Counts[engine.Skipped]
 		p.bar.SetTotal(int64(e.Total()), false)
 		p.bar.SetCurrent(int64(done))
 	}
@@ -117,7 +117,7 @@ func (p *progress) line() string {
 	e := p.last
 	p.mu.Unlock()
 	c := e.Counts
-	done := c[engine.Succeeded] + c[engine.Failed] + c[engine.Cancelled] + c[engine.Aborted]
+	done := c[engine.Succeeded] + c[engine.Failed] + c[engine.Cancelled] + c[engine.Aborted] + c[engine.Skipped]
 	return fmt.Sprintf("%d/%d jobs done, %s", done, e.Total(), p.status())
 }
 
