@@ -29,7 +29,9 @@
 // until a worker takes it, then [Running], and [Succeeded] or [Failed]. It
 // is [Cancelled] if it never ran (by [Job.Cancel], because a dependency did
 // not succeed, by fail-fast, or because the pool was stopped) or was
-// cancelled while it ran, and [Aborted] if its worker died under it.
+// cancelled while it ran, [Aborted] if its worker died under it, and
+// [Skipped] if it was queued with [Skip] (its work was done before: it
+// does not run, and its dependents go on as after a success).
 // Listeners ([OnEvent]) see every change, in order, from one goroutine.
 //
 // # Faults
@@ -131,6 +133,6 @@
 // parent publishes it and as a worker sees it). The pipe transport:
 // pipes.go (worker processes and serial mode over pipes), wire.go (its
 // frame codec), codec.go (the gob codec of values), proc_linux.go (how a
-// worker process is started), stderr.go (a worker's stderr, passed on). The worker: process.go (the process entry,
+// worker process is started), output.go (a worker's output, passed on in whole lines). The worker: process.go (the process entry,
 // Init), serve.go (the serve loop), evict.go (the eviction runner).
 package engine
