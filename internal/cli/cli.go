@@ -63,6 +63,7 @@ Usage:
   poolrun run [flags] FILE      run a YAML workflow of shell commands
   poolrun inspect PID           print the window of a running pool
   poolrun bench [flags]         the scaffold workload in each way of holding items, side by side
+  poolrun report FILE.json      an HTML page of a run's --report: timelines, cache, totals
   poolrun help [COMMAND]        help on a command
 
 Run "poolrun help COMMAND" (or "poolrun COMMAND --help") for its flags and an
@@ -86,6 +87,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInspect(ctx, rest, stdout, stderr)
 	case cmd == "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case cmd == "report":
+		return runReport(ctx, rest, stdout, stderr)
 	case cmd == "help" || isHelp(cmd):
 		if len(rest) > 0 && rest[0] != "help" {
 			return Main(ctx, []string{rest[0], "--help"}, stdout, stderr)

@@ -142,13 +142,21 @@ type session struct {
 	mu     sync.Mutex
 	jobs   map[int]*jobRecord
 	budget budgetExceeded
+
+	// started is when run started the pool; samples its workers' series,
+	// taken while it ran when a report is asked for (nil otherwise). Both
+	// are set once run returns.
+	started time.Time
+	samples *sampler
 }
 
 // budgetExceeded sums the BudgetExceeded events of a pool.
 type budgetExceeded struct {
-	Jobs int `json:"jobs"` // jobs whose own items took their worker past the budget
+	// Jobs counts the jobs whose own items took their worker past the
+	// budget (--cache-budget); 0 without a budget.
+	Jobs int `json:"jobs"`
 	// MaxBytes is the most a worker's cache held when it was past the
-	// budget; Worker and JobID say where and when.
+	// budget; Worker and JobID say where and when (0 if Jobs is 0).
 	MaxBytes int64 `json:"max_bytes"`
 	Worker   int   `json:"worker"`
 	JobID    int   `json:"job"`
@@ -157,17 +165,31 @@ type budgetExceeded struct {
 // jobRecord is what the report says of one job, gathered from events.
 // Attempts lists its runs when there were more than one (--retries).
 type jobRecord struct {
-	ID       int               `json:"id"`
-	Func     string            `json:"func"`
-	Labels   map[string]string `json:"labels,omitempty"`
-	Status   string            `json:"status"`
-	Worker   int               `json:"worker,omitempty"`
-	Added    time.Time         `json:"added"`
-	Started  *time.Time        `json:"started,omitempty"`
-	Ended    *time.Time        `json:"ended,omitempty"`
-	Seconds  float64           `json:"seconds,omitempty"`
-	Error    string            `json:"error,omitempty"`
-	Attempts []attemptRecord   `json:"attempts,omitempty"`
+	// ID numbers the job in its pool, from 1, in the order it was queued.
+	ID int `json:"id"`
+	// Func is the name of the job's registered function, as
+	// "scaffold.connect" or "poolrun.exec" (a workflow's command).
+	Func string `json:"func"`
+	// Labels are the job's labels: a workflow job's id is under "id".
+	Labels map[string]string `json:"labels,omitempty"`
+	// Status is how the job ended: succeeded, failed, cancelled, aborted
+	// or skipped; pending, queued or running if the pool stopped first.
+	Status string `json:"status"`
+	// Worker is the worker (from 1; 1 in serial mode) that last ran it;
+	// omitted if it never ran.
+	Worker int `json:"worker,omitempty"`
+	// Added is when it was queued; Started when its last run was sent to
+	// its worker, Ended when it ended (each omitted if it never did).
+	Added   time.Time  `json:"added"`
+	Started *time.Time `json:"started,omitempty"`
+	Ended   *time.Time `json:"ended,omitempty"`
+	// Seconds is Ended less Started: how long its last run took.
+	Seconds float64 `json:"seconds,omitempty"`
+	// Error is why it failed, was cancelled or aborted.
+	Error string `json:"error,omitempty"`
+	// Attempts lists every run of a job that ran more than once, in
+	// order, the last included; omitted for a job that ran at most once.
+	Attempts []attemptRecord `json:"attempts,omitempty"`
 }
 
 // jobName names a job in a message: its workflow id where it has one,
@@ -181,11 +203,13 @@ func jobName(id int, labels map[string]string) string {
 
 // attemptRecord is one run of a job that ran more than once.
 type attemptRecord struct {
-	Worker  int       `json:"worker"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
-	Status  string    `json:"status"`
-	Error   string    `json:"error,omitempty"`
+	Worker  int       `json:"worker"`  // the worker it ran on, from 1
+	Started time.Time `json:"started"` // when it was sent to that worker
+	Ended   time.Time `json:"ended"`   // when it ended
+	// Status is how the run ended: aborted for one that was run again
+	// (its worker died), else the job's status.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"` // why it did not succeed
 }
 
 func newSession(f *poolFlags, stderr io.Writer) *session {
@@ -274,43 +298,81 @@ func (s *session) event(e engine.Event) {
 }
 
 // run runs p with the progress display, and returns the wall time and
-// Run's error.
+// Run's error. When a report is asked for, it samples the workers' cache
+// and memory while p runs (see sampler).
 func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error) {
 	if !s.flags.quiet {
 		s.prog = newProgress(ctx, s.stderr)
 	}
 	start := time.Now()
+	var smp *sampler
+	if s.flags.report != "" {
+		smp = startSampler(p.Stats, s.flags.workers() == 0, start)
+	}
 	err := p.Run(ctx)
 	wall := time.Since(start)
+	if smp != nil {
+		smp.stop()
+	}
+	s.mu.Lock()
+	s.started, s.samples = start, smp
+	s.mu.Unlock()
 	if s.prog != nil {
 		s.prog.stop()
 	}
 	return wall, err
 }
 
-// report is the JSON report.
+// reportVersion is the version of the JSON report that this poolrun
+// writes, and the newest that poolrun report reads: 1 added version,
+// started, sample_seconds and the workers' samples. A report without a
+// version is of version 0 (poolrun report draws it without samples).
+// docs/REPORT.md describes every field.
+const reportVersion = 1
+
+// report is the JSON report of a command that runs one pool (scaffold,
+// run); poolrun bench writes a benchResult instead.
 type report struct {
-	Command string         `json:"command"`
-	Options poolSettings   `json:"options"`
-	Workers []workerReport `json:"workers"`
-	Jobs    []*jobRecord   `json:"jobs"`
-	Totals  totals         `json:"totals"`
-	Extra   any            `json:"result,omitempty"`
+	// Version is reportVersion: a reader refuses a version it does not
+	// know.
+	Version int `json:"version"`
+	// Command is the command that ran: "scaffold", or "run FILE".
+	Command string `json:"command"`
+	// Started is when the pool started running: time 0 of the samples.
+	Started time.Time `json:"started"`
+	// SampleSeconds is the time between two samples at the end of the run
+	// (0.1 s, doubled each time the series were halved; see sampler).
+	SampleSeconds float64        `json:"sample_seconds"`
+	Options       poolSettings   `json:"options"` // the options the pool ran with
+	Workers       []workerReport `json:"workers"` // one per worker place, in order
+	Jobs          []*jobRecord   `json:"jobs"`    // every job, by ID
+	Totals        totals         `json:"totals"`  // the pool's figures
+	// Extra is the command's own result (scaffold: the cells, connections
+	// and checksum of its output); omitted if it has none or failed.
+	Extra any `json:"result,omitempty"`
 }
 
 // poolSettings are the options a pool ran with, as a report states them.
 type poolSettings struct {
-	Workers        int     `json:"workers"` // 0: serial
-	Retries        int     `json:"retries,omitempty"`
-	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	Workers        int     `json:"workers"`                   // -j; 0: serial
+	Retries        int     `json:"retries,omitempty"`         // --retries
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"` // --timeout; 0: none
 	cacheSettings
 }
 
+// workerReport is what a report says of one worker place: the worker
+// process that holds it and those that held it before (a worker that dies
+// is replaced in its place).
 type workerReport struct {
-	Index    int `json:"index"`
-	PID      int `json:"pid"`
-	Jobs     int `json:"jobs"`
-	Restarts int `json:"restarts"`
+	Index    int `json:"index"`    // the place's number, from 1
+	PID      int `json:"pid"`      // its current (or last) process
+	Jobs     int `json:"jobs"`     // the jobs its processes ran
+	Restarts int `json:"restarts"` // the processes that replaced one that died
+	// Samples are the worker's cache bytes and resident memory over time,
+	// and the items it built and evicted between samples, taken every
+	// sample_seconds (or less, early in the run) while the pool ran and
+	// once at its end. Omitted in bench reports.
+	Samples []sample `json:"samples,omitempty"`
 	// StaleEvictions counts the items evicted while the pool ran, by its
 	// policy; BudgetEvictions those evicted to stay within the cache
 	// budget; cache.evictions counts both and the clear at the end.
@@ -322,15 +384,18 @@ type workerReport struct {
 	Cache   cacheReport `json:"cache"`
 }
 
-// cacheReport is cachepool.Stats as the report spells it.
+// cacheReport is cachepool.Stats as the report spells it, summed over a
+// place's processes.
 type cacheReport struct {
-	Hits             uint64  `json:"hits"`
-	Builds           uint64  `json:"builds"`
-	Evictions        uint64  `json:"evictions"`
-	Resident         int     `json:"resident"`
-	Bytes            int64   `json:"bytes"`
+	Hits      uint64 `json:"hits"`      // items found in the cache
+	Builds    uint64 `json:"builds"`    // items built
+	Evictions uint64 `json:"evictions"` // items evicted, the clear at the end included
+	Resident  int    `json:"resident"`  // items held at the end
+	Bytes     int64  `json:"bytes"`     // bytes held at the end
+	// PeakBytes is the most the cache held at once (the largest over the
+	// place's processes).
 	PeakBytes        int64   `json:"peak_bytes"`
-	BuildTimeSeconds float64 `json:"build_seconds"`
+	BuildTimeSeconds float64 `json:"build_seconds"` // time spent building items
 }
 
 // reportWorker is one worker's entry of a report.
@@ -344,13 +409,16 @@ func cacheOf(s cachepool.Stats) cacheReport {
 		Bytes: s.Bytes, PeakBytes: s.PeakBytes, BuildTimeSeconds: s.BuildTime.Seconds()}
 }
 
+// totals are a report's figures for the whole pool.
 type totals struct {
-	Jobs        int            `json:"jobs"`
+	Jobs int `json:"jobs"` // every job queued
+	// ByStatus counts the jobs by status, omitting statuses of none.
 	ByStatus    map[string]int `json:"by_status"`
-	WallSeconds float64        `json:"wall_seconds"`
-	Builds      uint64         `json:"builds"`
-	Hits        uint64         `json:"hits"`
-	Evictions   uint64         `json:"evictions"`
+	WallSeconds float64        `json:"wall_seconds"` // from the pool's start to its end
+	// Builds, Hits and Evictions sum the workers' cache counters.
+	Builds    uint64 `json:"builds"`
+	Hits      uint64 `json:"hits"`
+	Evictions uint64 `json:"evictions"`
 	// StaleEvictions: the workers' evictions while the pool ran, by the
 	// policy; BudgetEvictions: those to stay within the cache budget.
 	StaleEvictions  uint64 `json:"stale_evictions"`
@@ -368,11 +436,12 @@ type totals struct {
 	// BudgetExceeded sums the jobs whose own items took their worker's
 	// cache past the budget.
 	BudgetExceeded budgetExceeded `json:"budget_exceeded"`
-	Publishes      uint64         `json:"window_publishes"`
+	// Publishes counts the window publishes that changed a required set.
+	Publishes uint64 `json:"window_publishes"`
 }
 
 func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
-	r := &report{Command: command, Extra: extra,
+	r := &report{Version: reportVersion, Command: command, Extra: extra,
 		Options: poolSettings{Workers: s.flags.workers(), Retries: s.flags.retries, TimeoutSeconds: s.flags.timeout.Seconds(),
 			cacheSettings: s.flags.cache.settings()}}
 	s.mu.Lock()
@@ -380,7 +449,12 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		r.Jobs = append(r.Jobs, j)
 	}
 	r.Totals.BudgetExceeded = s.budget
+	r.Started = s.started
+	smp := s.samples
 	s.mu.Unlock()
+	if smp != nil {
+		r.SampleSeconds = smp.interval.Seconds()
+	}
 	sort.Slice(r.Jobs, func(a, b int) bool { return r.Jobs[a].ID < r.Jobs[b].ID })
 	r.Totals.Jobs, r.Totals.ByStatus, r.Totals.WallSeconds, r.Totals.Publishes = len(r.Jobs), map[string]int{}, wall.Seconds(), st.Publishes
 	for i, n := range st.Counts {
@@ -389,7 +463,11 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		}
 	}
 	for _, w := range st.Workers {
-		r.Workers = append(r.Workers, reportWorker(w))
+		wr := reportWorker(w)
+		if smp != nil {
+			wr.Samples = smp.samples(w.Index)
+		}
+		r.Workers = append(r.Workers, wr)
 	}
 	tot := st.Total()
 	c := tot.Cache

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
+
+Turns the JSON report of a pool run (--report FILE.json of poolrun scaffold,
+run or bench) into one HTML page that opens offline in any browser: no
+network, no other file. For scaffold and run it draws a timeline per worker,
+each job a bar coloured by how it ended (hover over a bar for the job's id,
+function, labels, times and error), under it the worker's cache bytes and
+resident memory over time with its builds and evictions marked, and the
+tables of the workers and of the totals. A bench report holds each run's
+figures but not its jobs nor samples over time: its page has one table per
+worker count, a row per run, and says so.
+
+The page goes to the PAGE.html of -o, by default beside the report, named
+as it is with .html for .json (r.json: r.html); it is written whole or not
+at all, and its path is printed. A file that is not a poolrun report, or of
+a newer version than this poolrun reads, is refused with exit status 2.
+docs/REPORT.md describes the report's fields.
+
+Example:
+  poolrun scaffold --scale 0.2 -j 2 --report r.json && poolrun report r.json
+`
+
+// maxReportSize bounds the report that poolrun report reads, 1 GiB: a
+// report of a million jobs is about 400 MiB.
+const maxReportSize = 1 << 30
+
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var out string
+	fs := newFlagSet("report", reportUsage, stderr)
+	fs.StringVar(&out, "o", "", "write the page to `PAGE.html` (default: FILE.json's name with .html)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	// Flags may follow the file too: poolrun report r.json -o r.html.
+	if fs.NArg() > 1 {
+		in := fs.Arg(0)
+		if err := parseFlags(fs, fs.Args()[1:], stdout); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return badInputf("poolrun report: want one report file, got %q and %q", in, fs.Arg(0))
+		}
+		return makePage(in, out, stdout)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return badInputf("poolrun report: want one report file, got %d arguments", fs.NArg())
+	}
+	return makePage(fs.Arg(0), out, stdout)
+}
+
+// makePage reads the report in and writes its page to out ("": in's name
+// with .html), then prints out's path.
+func makePage(in, out string, stdout io.Writer) error {
+	if out == "" {
+		out = strings.TrimSuffix(in, ".json") + ".html"
+	}
+	if out == in {
+		return badInputf("poolrun report: -o %s: that is the report itself", out)
+	}
+	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+		return badInputf("poolrun report: -o %s: no folder %s to write it in", out, filepath.Dir(out))
+	}
+	rep, err := loadReport(in)
+	if err != nil {
+		return badInput(fmt.Errorf("poolrun report: %w", err))
+	}
+	var page bytes.Buffer
+	if err := rep.render(&page, filepath.Base(in)); err != nil {
+		return fmt.Errorf("poolrun report: %s: %w", in, err)
+	}
+	if err := writeFileAtomic(out, page.Bytes()); err != nil {
+		return fmt.Errorf("poolrun report: writing the page: %w", err)
+	}
+	_, err = fmt.Fprintln(stdout, out)
+	return err
+}
+
+// A loadedReport is a report read back: exactly one of pool and bench is
+// set.
+type loadedReport struct {
+	pool  *report      // of scaffold or run
+	bench *benchResult // of bench
+}
+
+// render writes the page of the report, read from the file named src.
+func (l *loadedReport) render(w io.Writer, src string) error {
+	if l.bench != nil {
+		return renderBenchPage(w, l.bench, src)
+	}
+	return renderPoolPage(w, l.pool, src)
+}
+
+// Errors of loadReport, each wrapped with the file's name.
+var (
+	// errNotReport is returned when a file is JSON but not a report of
+	// poolrun: neither a pool's (command, workers, jobs, totals) nor a
+	// bench's (command "bench", results).
+	errNotReport = errors.New("not a poolrun report")
+	// errReportVersion is returned when a report's version is newer than
+	// reportVersion (or not a version at all).
+	errReportVersion = errors.New("unknown report version")
+)
+
+// loadReport reads and checks the report in file path: JSON of at most
+// maxReportSize bytes, of a pool (version 0 to reportVersion) or of a
+// bench. The errors name the file.
+func loadReport(path string) (*loadedReport, error) {
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%s: no such file", path)
+	case err != nil:
+		return nil, err // names the path
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s: is a folder; want a report file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxReportSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxReportSize {
+		return nil, fmt.Errorf("%s: larger than %s: not a report of poolrun", path, humanBytes(maxReportSize))
+	}
+	// The fields that tell a pool's report from a bench's: present, not
+	// only well typed.
+	var probe struct {
+		Version *json.RawMessage `json:"version"`
+		Command string           `json:"command"`
+		Workers *json.RawMessage `json:"workers"`
+		Jobs    *json.RawMessage `json:"jobs"`
+		Totals  *json.RawMessage `json:"totals"`
+		Results *json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", path, errNotReport, jsonError(data, err))
+	}
+	version := 0
+	if probe.Version != nil {
+		if err := json.Unmarshal(*probe.Version, &version); err != nil || version < 0 {
+			return nil, fmt.Errorf("%s: %w %s: want a whole number from 0 to %d", path, errReportVersion, *probe.Version, reportVersion)
+		}
+		if version > reportVersion {
+			return nil, fmt.Errorf("%s: %w %d: this poolrun reads versions up to %d; a newer poolrun wrote it", path, errReportVersion, version, reportVersion)
+		}
+	}
+	switch {
+	case probe.Command == "bench" && probe.Results != nil:
+		var b benchResult
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("%s: %w: a bench report, but %v", path, errNotReport, jsonError(data, err))
+		}
+		return &loadedReport{bench: &b}, nil
+	case probe.Command != "" && probe.Workers != nil && probe.Jobs != nil && probe.Totals != nil:
+		var r report
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w: a pool's report, but %v", path, errNotReport, jsonError(data, err))
+		}
+		for i, j := range r.Jobs {
+			if j == nil {
+				return nil, fmt.Errorf("%s: %w: job %d of the list is null", path, errNotReport, i+1)
+			}
+		}
+		return &loadedReport{pool: &r}, nil
+	default:
+		return nil, fmt.Errorf("%s: %w: it has no command, workers, jobs and totals (a pool's report) nor command \"bench\" and results (a bench's)", path, errNotReport)
+	}
+}
+
+// jsonError says where in data a JSON error is, by line, where it can.
+func jsonError(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 || off > int64(len(data)) {
+		return err
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}

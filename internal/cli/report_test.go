@@ -1,0 +1,631 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// node is an element of a page parsed with encoding/xml: the page is
+// written as well-formed XML, so a strict parse checks its structure.
+type node struct {
+	name     string
+	attrs    map[string]string
+	children []*node
+	text     strings.Builder // the text directly inside it
+}
+
+// parsePage parses a page whole, strictly, and returns its root element.
+func parsePage(t *testing.T, page []byte) *node {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(page))
+	d.Strict = true
+	root := &node{name: "#document"}
+	stack := []*node{root}
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the page is not well-formed: %v", err)
+		}
+		top := stack[len(stack)-1]
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			n := &node{name: tok.Name.Local, attrs: map[string]string{}}
+			for _, a := range tok.Attr {
+				n.attrs[a.Name.Local] = a.Value
+			}
+			top.children = append(top.children, n)
+			stack = append(stack, n)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			top.text.Write(tok)
+		}
+	}
+	if len(root.children) != 1 || root.children[0].name != "html" {
+		t.Fatalf("the page's root elements: want one html")
+	}
+	return root.children[0]
+}
+
+// all returns n's descendants (n included) for which keep is true, in
+// document order.
+func (n *node) all(keep func(*node) bool) []*node {
+	var out []*node
+	if keep(n) {
+		out = append(out, n)
+	}
+	for _, c := range n.children {
+		out = append(out, c.all(keep)...)
+	}
+	return out
+}
+
+// named returns n's descendants of element name with every class of
+// classes.
+func (n *node) named(name string, classes ...string) []*node {
+	return n.all(func(m *node) bool {
+		if m.name != name {
+			return false
+		}
+		have := strings.Fields(m.attrs["class"])
+		for _, c := range classes {
+			if !slices.Contains(have, c) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// allText is the text of n and its descendants.
+func (n *node) allText() string {
+	var b strings.Builder
+	for _, m := range n.all(func(*node) bool { return true }) {
+		b.WriteString(m.text.String())
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// title is the text of n's title child.
+func (n *node) title() string {
+	for _, c := range n.children {
+		if c.name == "title" {
+			return c.text.String()
+		}
+	}
+	return ""
+}
+
+// testReport is a report of two workers with a job of every kind: run
+// once, run twice (aborted, then succeeded), never run, cancelled while
+// running, still running when the pool stopped, and an error with markup
+// and a control character in it.
+func testReport() *report {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(s float64) *time.Time {
+		t := t0.Add(time.Duration(s * float64(time.Second)))
+		return &t
+	}
+	job := func(id int, status string, worker int, start, end float64, labels map[string]string) *jobRecord {
+		j := &jobRecord{ID: id, Func: "test.work", Labels: labels, Status: status, Worker: worker, Added: t0}
+		if start >= 0 {
+			j.Started = at(start)
+		}
+		if end >= 0 {
+			j.Ended = at(end)
+		}
+		return j
+	}
+	r := &report{Version: reportVersion, Command: "run wf.yaml", Started: t0, SampleSeconds: 0.1,
+		Options: poolSettings{Workers: 2, cacheSettings: cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}}}
+	r.Jobs = []*jobRecord{
+		job(1, "succeeded", 1, 0.1, 0.3, map[string]string{"id": "prepare"}),
+		job(2, "failed", 2, 0.2, 0.5, map[string]string{"id": "broken"}),
+		job(3, "succeeded", 2, 0.6, 0.8, map[string]string{"id": "retried"}),
+		job(4, "cancelled", 0, -1, 0.5, map[string]string{"id": "after-broken"}),
+		job(5, "skipped", 0, -1, 0.1, map[string]string{"id": "done-before"}),
+		job(6, "cancelled", 1, 0.4, 0.45, map[string]string{"chunk": "0-0-0", "type": "granule"}),
+		job(7, "running", 2, 0.85, -1, nil),
+		job(8, "pending", 0, -1, -1, nil),
+	}
+	r.Jobs[1].Error = "exit status 3: <script>alert('x')</script> & \x1b[31mred\x1b[0m"
+	r.Jobs[2].Attempts = []attemptRecord{
+		{Worker: 1, Started: *at(0.3), Ended: *at(0.4), Status: "aborted", Error: "worker 1 (pid 12) died: signal: killed"},
+		{Worker: 2, Started: *at(0.6), Ended: *at(0.8), Status: "succeeded"},
+	}
+	r.Workers = []workerReport{
+		{Index: 1, PID: 11, Jobs: 3, Restarts: 1, Cache: cacheReport{Builds: 2, Evictions: 2, PeakBytes: 3 << 20}, PeakRSS: 40 << 20,
+			Samples: []sample{{T: 0.1, RSS: 20 << 20}, {T: 0.2, CacheBytes: 3 << 20, RSS: 30 << 20, Builds: 1}, {T: 0.3, CacheBytes: 1 << 20, RSS: 35 << 20, Evictions: 1},
+				{T: 0.4, RSS: 0}, {T: 0.5, CacheBytes: 2 << 20, RSS: 25 << 20, Builds: 1}, {T: 0.9, Evictions: 1}}},
+		{Index: 2, PID: 21, Jobs: 3, Cache: cacheReport{Builds: 1, Evictions: 1, PeakBytes: 1 << 20}, PeakRSS: 30 << 20,
+			Samples: []sample{{T: 0.1, RSS: 10 << 20}, {T: 0.6, CacheBytes: 1 << 20, RSS: 12 << 20, Builds: 1}, {T: 0.9, Evictions: 1}}},
+	}
+	r.Totals = totals{Jobs: 8, ByStatus: map[string]int{"succeeded": 2, "failed": 1, "cancelled": 2, "skipped": 1, "running": 1, "pending": 1},
+		WallSeconds: 0.9, Builds: 3, Evictions: 3, StaleEvictions: 1, PeakBytes: 4 << 20, SummedPeakBytes: 3 << 20, PeakRSS: 70 << 20}
+	r.Extra = map[string]any{"checksum": "0123"}
+	return r
+}
+
+// checkSelfContained fails if the page refers to anything outside itself
+// or runs a script.
+func checkSelfContained(t *testing.T, html *node, page []byte) {
+	t.Helper()
+	if s := html.named("script"); len(s) > 0 {
+		t.Errorf("the page has %d script elements", len(s))
+	}
+	for _, n := range html.all(func(*node) bool { return true }) {
+		for _, a := range []string{"src", "href"} {
+			if v, ok := n.attrs[a]; ok {
+				t.Errorf("<%s %s=%q>: the page refers to another file", n.name, a, v)
+			}
+		}
+	}
+	rest := strings.ReplaceAll(string(page), `xmlns="http://www.w3.org/2000/svg"`, "")
+	for _, s := range []string{"http:", "https:", "url(", "@import"} {
+		if strings.Contains(rest, s) {
+			t.Errorf("the page contains %q", s)
+		}
+	}
+}
+
+// TestPoolPage renders a report with a job of every kind, parses the page
+// and checks its parts: a bar per run on its worker with the job in its
+// hover text, a mark per job that never ran, each worker's chart with a
+// mark per sample with builds or evictions, the tables, nothing external.
+func TestPoolPage(t *testing.T) {
+	r := testReport()
+	var buf bytes.Buffer
+	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
+		t.Fatal(err)
+	}
+	html := parsePage(t, buf.Bytes())
+	checkSelfContained(t, html, buf.Bytes())
+	if got := html.named("title"); len(got) == 0 || !strings.Contains(got[0].text.String(), "run wf.yaml") {
+		t.Errorf("the page's title does not name the command")
+	}
+	svgs := html.named("svg", "timeline")
+	if len(svgs) != 1 {
+		t.Fatalf("%d timelines, want 1", len(svgs))
+	}
+	svg := svgs[0]
+
+	// Every job is drawn: a bar per run, or a mark if it never ran.
+	byJob := map[int][]*node{}
+	for _, n := range svg.all(func(n *node) bool { return n.attrs["data-job"] != "" }) {
+		id, err := strconv.Atoi(n.attrs["data-job"])
+		if err != nil {
+			t.Fatalf("data-job %q", n.attrs["data-job"])
+		}
+		byJob[id] = append(byJob[id], n)
+	}
+	for _, j := range r.Jobs {
+		if len(byJob[j.ID]) == 0 {
+			t.Errorf("job %d is not on the page", j.ID)
+		}
+		for _, n := range byJob[j.ID] {
+			if !strings.Contains(n.title(), "job "+strconv.Itoa(j.ID)) {
+				t.Errorf("job %d: hover text %q does not name it", j.ID, n.title())
+			}
+		}
+	}
+	if len(byJob) != len(r.Jobs) {
+		t.Errorf("%d jobs on the page, want %d", len(byJob), len(r.Jobs))
+	}
+	// Each run on its worker's lane, coloured by how it ended.
+	for _, tt := range []struct {
+		job     int
+		worker  string
+		classes []string // of the job's bars, in order of start
+	}{
+		{1, "1", []string{"job succeeded"}},
+		{2, "2", []string{"job failed"}},
+		{3, "", []string{"job aborted", "job succeeded"}}, // on worker 1, then 2
+		{4, "", []string{"notrun cancelled"}},
+		{5, "", []string{"notrun skipped"}},
+		{6, "1", []string{"job cancelled"}},
+		{7, "2", []string{"job other"}},
+		{8, "", []string{"notrun other"}},
+	} {
+		var got []string
+		for _, n := range byJob[tt.job] {
+			got = append(got, strings.TrimSuffix(n.attrs["class"], " alt"))
+		}
+		if !slices.Equal(got, tt.classes) {
+			t.Errorf("job %d: bars of classes %q, want %q", tt.job, got, tt.classes)
+		}
+	}
+	blocks := svg.named("g", "worker-block")
+	if len(blocks) != 2 {
+		t.Fatalf("%d worker blocks, want 2", len(blocks))
+	}
+	for i, b := range blocks {
+		w := r.Workers[i]
+		if b.attrs["data-worker"] != strconv.Itoa(w.Index) {
+			t.Errorf("block %d is of worker %q", i, b.attrs["data-worker"])
+		}
+		for _, bar := range b.named("rect", "job") {
+			id, _ := strconv.Atoi(bar.attrs["data-job"])
+			onWorker := slices.ContainsFunc(r.Jobs, func(j *jobRecord) bool {
+				if j.ID != id {
+					return false
+				}
+				if len(j.Attempts) > 0 {
+					return slices.ContainsFunc(j.Attempts, func(a attemptRecord) bool { return a.Worker == w.Index })
+				}
+				return j.Worker == w.Index
+			})
+			if !onWorker {
+				t.Errorf("job %d drawn on worker %d, where it did not run", id, w.Index)
+			}
+		}
+		var builds, evictions int
+		for _, s := range w.Samples {
+			if s.Builds > 0 {
+				builds++
+			}
+			if s.Evictions > 0 {
+				evictions++
+			}
+		}
+		if n := len(b.named("path", "cache")); n != 1 {
+			t.Errorf("worker %d: %d cache areas, want 1", w.Index, n)
+		}
+		if n := len(b.named("path", "rss")); n != 1 {
+			t.Errorf("worker %d: %d RSS lines, want 1", w.Index, n)
+		}
+		if n := len(b.named("path", "build")); n != builds {
+			t.Errorf("worker %d: %d build marks, want %d", w.Index, n, builds)
+		}
+		if n := len(b.named("path", "evict")); n != evictions {
+			t.Errorf("worker %d: %d eviction marks, want %d", w.Index, n, evictions)
+		}
+	}
+	// Worker 1's RSS is unknown at 0.4 s: its line is broken there.
+	if d := blocks[0].named("path", "rss")[0].attrs["d"]; strings.Count(d, "M") != 2 {
+		t.Errorf("worker 1's RSS line %q: want two pieces", d)
+	}
+	// The error is text, escaped, not markup; the control character is gone.
+	failed := byJob[2][0].title()
+	if !strings.Contains(failed, "<script>alert('x')</script> & ") || strings.Contains(failed, "\x1b") {
+		t.Errorf("the failed job's hover text: %q", failed)
+	}
+
+	tables := map[string]*node{}
+	for _, tb := range html.named("table") {
+		tables[tb.attrs["class"]] = tb
+	}
+	for _, tt := range []struct{ class, want string }{
+		{"totals", "wall time"},
+		{"totals", "900ms"},
+		{"totals", "2 succeeded, 1 failed, 2 cancelled, 1 skipped, 1 pending, 1 running"},
+		{"workers", "40.0 MiB"},
+		{"unsuccessful", `job 2 "broken"`},
+		{"unsuccessful", "<script>"},
+	} {
+		tb := tables[tt.class]
+		if tb == nil {
+			t.Errorf("no table %q", tt.class)
+			continue
+		}
+		if !strings.Contains(tb.allText(), tt.want) {
+			t.Errorf("table %q does not say %q", tt.class, tt.want)
+		}
+	}
+	if rows := tables["workers"].named("tr"); len(rows) != 1+len(r.Workers) {
+		t.Errorf("the workers table has %d rows, want a heading and %d", len(rows), len(r.Workers))
+	}
+	// Succeeded and skipped jobs are not among those that did not succeed.
+	if rows := tables["unsuccessful"].named("tr"); len(rows) != 1+5 {
+		t.Errorf("the table of jobs that did not succeed has %d rows, want a heading and 5", len(rows))
+	}
+	if !strings.Contains(html.allText(), `"checksum": "0123"`) {
+		t.Error("the command's result is not on the page")
+	}
+}
+
+// A report written before samples (version 0) is drawn with every job,
+// and its charts say why they are empty.
+func TestPoolPageVersion0(t *testing.T) {
+	r := testReport()
+	r.Version, r.Started, r.SampleSeconds = 0, time.Time{}, 0
+	for i := range r.Workers {
+		r.Workers[i].Samples = nil
+	}
+	var buf bytes.Buffer
+	if err := renderPoolPage(&buf, r, "old.json"); err != nil {
+		t.Fatal(err)
+	}
+	html := parsePage(t, buf.Bytes())
+	ids := map[string]bool{}
+	for _, n := range html.all(func(n *node) bool { return n.attrs["data-job"] != "" }) {
+		ids[n.attrs["data-job"]] = true
+	}
+	if len(ids) != len(r.Jobs) {
+		t.Errorf("%d jobs on the page, want %d", len(ids), len(r.Jobs))
+	}
+	if n := len(html.named("path", "cache")); n != 0 {
+		t.Errorf("%d cache areas without samples", n)
+	}
+	if !strings.Contains(html.allText(), "version 0") {
+		t.Error("the page does not say the report has no samples for being of version 0")
+	}
+}
+
+// testBench is a bench report of two worker counts, two modes, two runs.
+func testBench() *benchResult {
+	run := func(wall, peak float64, sum string) benchRun {
+		return benchRun{benchFigures: benchFigures{WallSeconds: wall, Builds: 6, SummedPeakBytes: peak, PeakBytes: peak,
+			WorkerPeakBytes: []float64{peak / 2, peak / 2}, WorkerPeakRSS: []float64{50 << 20, 60 << 20}, MaxPeakRSS: 60 << 20}, Checksum: sum}
+	}
+	b := &benchResult{Command: "bench", Config: "embedded", Scale: 0.1, Jobs: 216, Items: 4, Workers: []int{2, 0},
+		Modes: []string{"plain", "all"}, Repeat: 2, ChecksumsAgree: true, Checksum: "abc"}
+	for _, n := range []int{2, 0} {
+		set := &benchSet{Workers: n}
+		for _, m := range []string{"plain", "all"} {
+			mf := &benchModeFigs{Mode: m, Options: cacheSettings{Evict: "stale", Affinity: m == "all", IdleEviction: m == "all"},
+				Runs: []benchRun{run(1, 10<<20, "abc"), run(1.2, 12<<20, "abc")}}
+			mf.summarise()
+			set.Modes = append(set.Modes, mf)
+		}
+		b.Results = append(b.Results, set)
+	}
+	return b
+}
+
+// A bench report's page says that it has no timelines, and has a chart
+// and a table of runs per worker count, with every run and the medians.
+func TestBenchPage(t *testing.T) {
+	b := testBench()
+	var buf bytes.Buffer
+	if err := renderBenchPage(&buf, b, "b.json"); err != nil {
+		t.Fatal(err)
+	}
+	html := parsePage(t, buf.Bytes())
+	checkSelfContained(t, html, buf.Bytes())
+	if !strings.Contains(html.allText(), "No timelines here") {
+		t.Error("the page does not say that a bench report has no timelines")
+	}
+	if n := len(html.named("svg", "timeline")); n != 0 {
+		t.Errorf("%d timelines on a bench page", n)
+	}
+	if n := len(html.named("svg", "bars")); n != len(b.Results) {
+		t.Errorf("%d charts, want one per worker count (%d)", n, len(b.Results))
+	}
+	runs := html.named("table", "runs")
+	if len(runs) != len(b.Results) {
+		t.Fatalf("%d tables of runs, want %d", len(runs), len(b.Results))
+	}
+	for i, tb := range runs {
+		rows := tb.named("tr")
+		want := 1 + 2*(2+1) // a heading; per mode, 2 runs and the median
+		if len(rows) != want {
+			t.Errorf("table %d: %d rows, want %d", i, len(rows), want)
+		}
+		if n := len(tb.named("tr", "median")); n != 2 {
+			t.Errorf("table %d: %d median rows, want 2", i, n)
+		}
+	}
+	if got := html.named("table", "modes"); len(got) != 1 || !strings.Contains(got[0].allText(), "--no-affinity --no-idle-eviction") {
+		t.Error("the table of modes does not give plain's flags")
+	}
+	if got := html.named("h2"); len(got) != 2 || !strings.Contains(got[1].text.String(), "serial") {
+		t.Error("want a section per worker count, the second serial")
+	}
+}
+
+// loadReport tells pool and bench reports from other files, refuses a
+// version it does not know, and names the file in every error.
+func TestLoadReport(t *testing.T) {
+	pool, _ := json.Marshal(testReport())
+	bench, _ := json.Marshal(testBench())
+	v0 := bytes.Replace(pool, []byte(`"version":1,`), nil, 1)
+	if bytes.Equal(v0, pool) {
+		t.Fatal("no version in the test report")
+	}
+	for _, tt := range []struct {
+		name, data string
+		want       error  // nil: loads
+		says       string // in the message
+		isBench    bool
+	}{
+		{name: "pool", data: string(pool)},
+		{name: "version 0", data: string(v0)},
+		{name: "bench", data: string(bench), isBench: true},
+		{name: "not JSON", data: "jobs:\n  - id: a\n", want: errNotReport, says: "line 1"},
+		{name: "truncated", data: string(pool[:len(pool)/2]), want: errNotReport},
+		{name: "an array", data: "[1, 2]", want: errNotReport},
+		{name: "another JSON", data: `{"name": "x", "jobs": []}`, want: errNotReport, says: "no command"},
+		{name: "newer version", data: `{"version": 99, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion, says: "up to 1"},
+		{name: "negative version", data: `{"version": -1, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
+		{name: "version not a number", data: `{"version": "1", "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
+		{name: "bad field", data: `{"version": 1, "command": "run", "workers": [], "jobs": [{"id": "x"}], "totals": {}}`, want: errNotReport, says: "line 1"},
+		{name: "null job", data: `{"version": 1, "command": "run", "workers": [], "jobs": [null], "totals": {}}`, want: errNotReport, says: "null"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.json")
+			os.WriteFile(path, []byte(tt.data), 0o644)
+			l, err := loadReport(path)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (l.bench != nil) != tt.isBench || (l.pool != nil) == tt.isBench {
+					t.Errorf("loaded as bench %v, want %v", l.bench != nil, tt.isBench)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %v; want %v, naming %s, saying %q", err, tt.want, path, tt.says)
+			}
+		})
+	}
+	dir := t.TempDir()
+	if _, err := loadReport(filepath.Join(dir, "none.json")); err == nil || !strings.Contains(err.Error(), "none.json: no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := loadReport(dir); err == nil || !strings.Contains(err.Error(), "is a folder") {
+		t.Errorf("a folder: %v", err)
+	}
+}
+
+// poolrun report writes the page beside the report or where -o says (the
+// flag before or after the file), prints its path, and answers bad input
+// with exit status 2 and a message that names the file.
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "r.json")
+	if err := writeReport(in, testReport()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		out  string
+	}{
+		{"beside", []string{in}, filepath.Join(dir, "r.html")},
+		{"-o first", []string{"-o", filepath.Join(dir, "a.html"), in}, filepath.Join(dir, "a.html")},
+		{"-o after", []string{in, "-o", filepath.Join(dir, "b.html")}, filepath.Join(dir, "b.html")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := Main(context.Background(), append([]string{"report"}, tt.args...), &stdout, &stderr); err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			if strings.TrimSpace(stdout.String()) != tt.out {
+				t.Errorf("printed %q, want %q", stdout.String(), tt.out)
+			}
+			page, err := os.ReadFile(tt.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(parsePage(t, page).named("svg", "timeline")); n != 1 {
+				t.Errorf("%d timelines", n)
+			}
+		})
+	}
+	notReport := filepath.Join(dir, "wf.yaml")
+	os.WriteFile(notReport, []byte("jobs: []\n"), 0o644)
+	for _, tt := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"no file", nil, "want one report file"},
+		{"two files", []string{in, in}, "want one report file"},
+		{"missing", []string{filepath.Join(dir, "none.json")}, "none.json: no such file"},
+		{"not a report", []string{notReport}, "wf.yaml: not a poolrun report"},
+		{"no folder for the page", []string{"-o", filepath.Join(dir, "no", "p.html"), in}, "no folder"},
+		{"page over the report", []string{"-o", in, in}, "the report itself"},
+		{"unknown flag", []string{"--colour", in}, "colour"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Main(context.Background(), append([]string{"report"}, tt.args...), io.Discard, io.Discard)
+			if ExitCode(err) != ExitBadInput || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %v (exit %d); want exit %d and %q", err, ExitCode(err), ExitBadInput, tt.says)
+			}
+		})
+	}
+}
+
+// A pool run with --report samples its workers while it runs: a serial
+// scaffold's report has version 1, its start, and samples whose builds
+// and evictions add up to the worker's counters; its page holds every
+// job.
+func TestReportOfARun(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	err := Main(context.Background(), []string{"scaffold", "--serial", "--scale", "0.02", "--quiet", "--out", filepath.Join(dir, "out"), "--report", path}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := loadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := l.pool
+	if r == nil || r.Version != reportVersion || r.Started.IsZero() || r.SampleSeconds != sampleInterval.Seconds() {
+		t.Fatalf("report: version %d, started %v, sample_seconds %v", r.Version, r.Started, r.SampleSeconds)
+	}
+	if len(r.Workers) != 1 {
+		t.Fatalf("%d workers in a serial report", len(r.Workers))
+	}
+	w := r.Workers[0]
+	if len(w.Samples) == 0 {
+		t.Fatal("no samples")
+	}
+	var builds, evictions uint64
+	last := -1.0
+	for _, s := range w.Samples {
+		builds += s.Builds
+		evictions += s.Evictions
+		if s.T < last {
+			t.Errorf("samples out of order: %v after %v", s.T, last)
+		}
+		last = s.T
+	}
+	if builds != w.Cache.Builds || evictions != w.Cache.Evictions {
+		t.Errorf("samples count %d builds and %d evictions; the worker %d and %d", builds, evictions, w.Cache.Builds, w.Cache.Evictions)
+	}
+	// Serial: the worker is this process, whose memory is known to the end.
+	if end := w.Samples[len(w.Samples)-1]; end.RSS <= 0 || end.T < r.Totals.WallSeconds-0.01 {
+		t.Errorf("the last sample %+v: want this process's RSS, at the end (%v s)", end, r.Totals.WallSeconds)
+	}
+	var page bytes.Buffer
+	if err := l.render(&page, "r.json"); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, n := range parsePage(t, page.Bytes()).all(func(n *node) bool { return n.attrs["data-job"] != "" }) {
+		ids[n.attrs["data-job"]] = true
+	}
+	for _, j := range r.Jobs {
+		if !ids[strconv.Itoa(j.ID)] {
+			t.Errorf("job %d is not on the page", j.ID)
+		}
+	}
+}
+
+// FuzzReport feeds poolrun report arbitrary files: each is refused with
+// an error that names it, or makes a well-formed page.
+func FuzzReport(f *testing.F) {
+	pool, _ := json.Marshal(testReport())
+	bench, _ := json.Marshal(testBench())
+	f.Add(pool)
+	f.Add(bench)
+	f.Add([]byte(`{"command": "run", "workers": [{"index": 3, "samples": [{"t": -1, "cache_bytes": -5, "rss_bytes": 9e18}]}], "jobs": [{"id": 1, "status": "\u0000", "worker": 9, "started": "2026-01-01T00:00:00Z"}], "totals": {"wall_seconds": 1e-300}}`))
+	f.Add([]byte(`{"version": 1, "command": "run", "workers": [], "jobs": [{"id": 1, "labels": {"id": "]]>&<"}, "attempts": [{"worker": 2, "status": "aborted"}]}], "totals": {"wall_seconds": 1e300}}`))
+	f.Add([]byte(`{"command": "bench", "results": [{"workers": 2, "modes": [{"mode": "<m>", "runs": [{"worker_peak_cache_bytes": [1, 2]}]}]}]}`))
+	path := filepath.Join(f.TempDir(), "r.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := loadReport(path)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), path+": ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		var page bytes.Buffer
+		if err := l.render(&page, "r.json"); err != nil {
+			t.Fatal(err)
+		}
+		parsePage(t, page.Bytes())
+	})
+}
