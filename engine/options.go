@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"time"
 
@@ -45,6 +46,8 @@ type config struct {
 	// transport, when set, makes the pool's transport instead of the pipe
 	// transport, and says how many workers to start (others may join).
 	transport func(capacity int, params workerParams, out chan<- msg) (tr transport, start int)
+	// output is where what the workers print goes (WorkerOutput).
+	output workerOutput
 }
 
 func defaultConfig() config {
@@ -272,4 +275,29 @@ func SilenceLimit(d time.Duration) Option {
 		panic(fmt.Sprintf("engine: SilenceLimit(%v): below 100ms", d))
 	}
 	return func(c *config) { c.silence = d }
+}
+
+// WorkerOutput sets where this process writes what the pool's workers
+// print on their standard output and standard error (default [os.Stdout]
+// and [os.Stderr]). A worker process's output comes through a pipe per
+// stream and is written in whole lines: each Write holds one or more
+// complete lines, so that the lines of several workers never mix, but for
+// a line longer than 64 KiB, which may come in pieces of that size, and an
+// unfinished last line, which comes as it is when the worker ends. In
+// serial mode what a job writes to the writers of [JobOutput] comes the
+// same way.
+//
+// Writes come from several goroutines at once, one per worker and stream:
+// stdout and stderr must be safe for concurrent use, and should not block
+// for long, since a worker that prints waits for them. Every write has
+// been made when Run returns, but those of a serial job that the pool
+// gave up waiting for (see [CancelGrace]). Once a worker process has
+// ended, the pool waits a quarter of a second for the end of its output
+// (processes it left behind may hold its pipes), then passes on what its
+// pipes hold and no more. A nil writer panics.
+func WorkerOutput(stdout, stderr io.Writer) Option {
+	if stdout == nil || stderr == nil {
+		panic("engine: WorkerOutput with a nil writer")
+	}
+	return func(c *config) { c.output = workerOutput{stdout: stdout, stderr: stderr} }
 }

@@ -38,6 +38,7 @@ type pipeTransport struct {
 	params   workerParams
 	out      chan<- msg
 	cache    *cachepool.Cache // serial mode: the in-process worker's cache
+	output   workerOutput     // where what the workers print goes
 }
 
 func newProcessTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
@@ -46,6 +47,12 @@ func newProcessTransport(capacity int, params workerParams, out chan<- msg) *pip
 
 func newSerialTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
 	return &pipeTransport{capacity: capacity, params: params, out: out, cache: cachepool.New()}
+}
+
+// withOutput makes the workers' output go to o (see WorkerOutput).
+func (t *pipeTransport) withOutput(o workerOutput) *pipeTransport {
+	t.output = o
+	return t
 }
 
 func (t *pipeTransport) newWindow() (publisher, error) {
@@ -91,10 +98,10 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
 	cmd.Stdin = nil
-	cmd.Stdout = os.Stdout
-	// The worker's stderr passes through this process, which keeps its
-	// last lines: what a worker that died said last goes in the error of
-	// a crash loop.
+	// The worker's output passes through this process, in whole lines
+	// (output.go), which also keeps the last lines of its stderr: what a
+	// worker that died said last goes in the error of a crash loop.
+	cmd.Stdout = lp.outW
 	cmd.Stderr = lp.errW
 	cmd.ExtraFiles = []*os.File{win.File(), lp.jobsR, lp.repW, lp.ctlR} // fds 3, 4, 5, 6
 	cmd.SysProcAttr = workerSysProcAttr()
@@ -107,7 +114,8 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 	l := newPipeLink(lp.jobsW, lp.repR, t.params)
 	l.ctl = lp.ctlW
 	l.cmd = cmd
-	l.stderr = newStderrTail(lp.errR)
+	l.stdout = startCopy(lp.outR, t.output.out(), false)
+	l.stderr = startCopy(lp.errR, t.output.err(), true)
 	l.begin(index, t.out)
 	return l, nil
 }
@@ -135,8 +143,14 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 	l.stopLocal = cancel
 	l.served = make(chan error, 1)
 	l.abandoned = make(chan struct{})
+	// Its jobs print through JobOutput, in whole lines, as a worker
+	// process's do.
+	out := &jobOutput{stdout: newLineWriter(t.output.out()), stderr: newLineWriter(t.output.err())}
+	ctx = context.WithValue(ctx, jobOutputKey{}, out)
 	go func() {
 		err := serveLocal(ctx, lp.jobsR, lp.repW, lp.ctlR, shmView{win}, t.cache)
+		out.stdout.flush()
+		out.stderr.flush()
 		lp.closeWorkers()
 		l.served <- err
 	}()
@@ -154,19 +168,20 @@ func serveLocal(ctx context.Context, in io.Reader, out io.Writer, ctl io.Reader,
 }
 
 // linkPipes are the pipes of a link: jobs and control (parent to worker),
-// replies (worker to parent), and, for a worker process, its stderr. The
-// parent keeps the ends it reads or writes; the worker's ends are closed
-// in the parent once the worker has them.
+// replies (worker to parent), and, for a worker process, its stdout and
+// stderr. The parent keeps the ends it reads or writes; the worker's ends
+// are closed in the parent once the worker has them.
 type linkPipes struct {
-	jobsR, jobsW, repR, repW, ctlR, ctlW, errR, errW *os.File
+	jobsR, jobsW, repR, repW, ctlR, ctlW, outR, outW, errR, errW *os.File
 }
 
-// makePipes makes a link's pipes, with stderr for a worker process.
-func makePipes(stderr bool) (*linkPipes, error) {
+// makePipes makes a link's pipes, with stdout and stderr for a worker
+// process.
+func makePipes(output bool) (*linkPipes, error) {
 	var lp linkPipes
 	pairs := []*[2]**os.File{{&lp.jobsR, &lp.jobsW}, {&lp.repR, &lp.repW}, {&lp.ctlR, &lp.ctlW}}
-	if stderr {
-		pairs = append(pairs, &[2]**os.File{&lp.errR, &lp.errW})
+	if output {
+		pairs = append(pairs, &[2]**os.File{&lp.outR, &lp.outW}, &[2]**os.File{&lp.errR, &lp.errW})
 	}
 	for _, pr := range pairs {
 		r, w, err := os.Pipe()
@@ -181,10 +196,10 @@ func makePipes(stderr bool) (*linkPipes, error) {
 }
 
 // closeWorkers closes the worker's ends.
-func (lp *linkPipes) closeWorkers() { closeAll(lp.jobsR, lp.repW, lp.ctlR, lp.errW) }
+func (lp *linkPipes) closeWorkers() { closeAll(lp.jobsR, lp.repW, lp.ctlR, lp.outW, lp.errW) }
 
 // closeParents closes the parent's ends.
-func (lp *linkPipes) closeParents() { closeAll(lp.jobsW, lp.repR, lp.ctlW, lp.errR) }
+func (lp *linkPipes) closeParents() { closeAll(lp.jobsW, lp.repR, lp.ctlW, lp.outR, lp.errR) }
 
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {
@@ -205,8 +220,10 @@ type pipeLink struct {
 	params workerParams   // the pool's, sent in the handshake; the answer must echo them
 	ctlMu  sync.Mutex
 
-	cmd    *exec.Cmd   // nil in serial mode
-	stderr *stderrTail // the worker process's stderr, passed on
+	cmd *exec.Cmd // nil in serial mode
+	// The worker process's stdout and stderr, passed on; the stderr
+	// copy keeps its tail.
+	stdout, stderr *outputCopy
 	// joinWin is the window of a worker that joins by itself (a test's
 	// transport), told to the scheduler in its hello.
 	joinWin publisher
@@ -406,11 +423,7 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 	l.close()
 	l.r.Close()
 	why := l.wait(err)
-	var last string
-	if l.stderr != nil {
-		last = l.stderr.last()
-	}
-	out <- msg{from: l, died: why, lastWords: last}
+	out <- msg{from: l, died: why, lastWords: l.stderr.last()}
 }
 
 // wait waits for the worker's end and describes it.
@@ -432,9 +445,10 @@ func (l *pipeLink) wait(readErr error) error {
 	// worker's pid, which no new process takes while the group has
 	// members, and which was the worker's until just now.
 	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
-	if l.stderr != nil {
-		l.stderr.wait(stderrDrain)
-	}
+	// Nothing it printed comes after its end is reported.
+	drained := time.Now().Add(outputDrain)
+	l.stdout.end(drained)
+	l.stderr.end(drained)
 	if err == nil {
 		if readErr != nil && readErr != io.EOF {
 			return fmt.Errorf("exited with status 0 after %v", readErr)

@@ -188,9 +188,9 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	case p.cfg.transport != nil:
 		tr, n = p.cfg.transport(p.cfg.capacity, params, msgs)
 	case n == 0:
-		tr, n = newSerialTransport(p.cfg.capacity, params, msgs), 1
+		tr, n = newSerialTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1
 	default:
-		tr = newProcessTransport(p.cfg.capacity, params, msgs)
+		tr = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
 	}
 	s := newScheduler(p, tr, msgs)
 	err := s.start(n)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,18 +36,38 @@ type progress struct {
 // plainEvery is how often progress is printed off a terminal.
 const plainEvery = 2 * time.Second
 
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
+	return ok && terminal(f)
+}
+
+// sameFile reports whether a and b are the same open file (a terminal,
+// say).
+func sameFile(a, b io.Writer) bool {
+	fa, ok := a.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	fb, ok := b.(*os.File)
+	if !ok {
+		return false
+	}
+	sa, err := fa.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := fb.Stat()
+	return err == nil && os.SameFile(sa, sb)
 }
 
 func newProgress(ctx context.Context, w io.Writer) *progress {
 	p := &progress{w: w, start: time.Now()}
 	if isTerminal(w) {
+		// The bar stays until stop, not until ctx ends: what is printed
+		// above it while the pool stops after an interrupt is shown, not
+		// lost with the bar.
+		ctx = context.WithoutCancel(ctx)
 		p.bars = mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(120*time.Millisecond))
 		p.bar = p.bars.AddBar(0,
 			mpb.PrependDecorators(
@@ -91,11 +112,24 @@ func (p *progress) update(e engine.Event) {
 // printf prints a line: above the bar on a terminal (which redraws
 // below it), else at once.
 func (p *progress) printf(format string, args ...any) {
+	p.Write(fmt.Appendf(nil, format, args...))
+}
+
+// Write prints b, which should be whole lines: above the bar on a
+// terminal, at its next refresh (with a newline added at the end if b
+// has none, since the bar is drawn on the line after), else at once. Once
+// the bar has stopped, it prints at once. It is safe for concurrent use.
+func (p *progress) Write(b []byte) (int, error) {
 	if p.bars != nil {
-		fmt.Fprintf(p.bars, format, args...)
-		return
+		line := b
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			line = append(line[:len(line):len(line)], '\n')
+		}
+		if _, err := p.bars.Write(line); !errors.As(err, new(mpb.ErrDone[*mpb.Progress])) {
+			return len(b), err
+		}
 	}
-	fmt.Fprintf(p.w, format, args...)
+	return p.w.Write(b)
 }
 
 // status is the text after the bar.
@@ -130,4 +164,31 @@ func (p *progress) stop() {
 	}
 	close(p.stopPlain)
 	<-p.plainDone
+}
+
+// commandOutput is where the output of the commands of a run goes
+// (engine.WorkerOutput): above the progress bar while it is up, if that
+// is where it would land (on the bar's terminal), else straight to out.
+// The bar is session s's.
+type commandOutput struct {
+	s      *session
+	out    io.Writer
+	viaBar bool
+}
+
+// newCommandOutput returns where the commands' standard output and
+// standard error go, for session s whose progress shows on stderr.
+func newCommandOutput(s *session, stdout, stderr io.Writer) (outw, errw *commandOutput) {
+	return &commandOutput{s: s, out: stdout, viaBar: sameFile(stdout, stderr)},
+		&commandOutput{s: s, out: stderr, viaBar: true}
+}
+
+// Write writes whole lines, as the engine passes them on. The session
+// sets its progress before the pool runs, which starts the goroutines
+// that call Write, and never changes it then.
+func (o *commandOutput) Write(b []byte) (int, error) {
+	if p := o.s.prog; o.viaBar && p != nil && p.bars != nil {
+		return p.Write(b)
+	}
+	return o.out.Write(b)
 }

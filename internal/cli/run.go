@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,31 +45,81 @@ unfinished job needs the item any more.
 
 The workflow is checked before anything runs: an unknown field, a duplicate
 id, an unknown dependency or item, a dependency cycle, a bad foreach or a
-YAML error is reported as FILE:LINE: what is wrong (exit status 2). A
-command that exits non-zero fails its job (exit status 1 at the end), with
-its exit status and the last lines of its standard error in the messages
-and the report; a job whose worker died is Aborted, and named the same way
-(or, with --retries N, run again up to N times). A job that runs longer
-than its timeout: (or --timeout, for jobs without one) fails; its command
-gets SIGTERM, then SIGKILL. The other jobs go on unless --fail-fast.
-Commands inherit poolrun's environment (less its POOLRUN_* variables) and
-working folder, plus $POOLRUN_JOB (the job id), and no open file but
-standard input (from /dev/null), output and error. Ctrl-Z stops the commands with poolrun, and
-fg or bg continues them all.
+YAML error is reported as FILE:LINE: what is wrong (exit status 2), every
+mistake of the file on a line of its own (the first 20, then "... and N
+more"). A command that exits non-zero fails its job (exit status 1 at the
+end), with its exit status and the last lines of its standard error in the
+messages and the report; a job whose worker died is Aborted, and named the
+same way (or, with --retries N, run again up to N times). A job that runs
+longer than its timeout: (or --timeout, for jobs without one) fails; its
+command gets SIGTERM, then SIGKILL. The other jobs go on unless
+--fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
+variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
+file but standard input (from /dev/null), output and error. Ctrl-Z stops
+the commands with poolrun, and fg or bg continues them all.
+
+What the commands print reaches poolrun's standard output and error in
+whole lines, so that the lines of jobs that run at once never mix; on a
+terminal they show above the progress bar. --tag prefixes each line with
+[JOB-ID] (the default when jobs run in parallel and standard error is a
+terminal; --tag=false turns it off). --log-dir DIR writes each job's
+standard output and error to DIR/JOB-ID.out and DIR/JOB-ID.err instead
+(emptied when the job starts; a job id with a / in it has %2F there), and
+the run ends with a line that says where they are.
+
+Like make, a run skips the jobs whose work is done. A job may declare
+inputs: and outputs:, paths or globs relative to the workflow file's folder
+(${var} of foreach expands in them):
+
+  jobs:
+    - id: clean
+      run: ./clean raw.csv > clean.csv
+      inputs: [raw.csv]
+      outputs: [clean.csv]
+    - id: plot-${k}
+      foreach: {k: [a, b]}
+      run: ./plot ${k} clean.csv > plot-${k}.png
+      inputs: [clean.csv]
+      outputs: ["plot-${k}.png"]
+      after: [clean]
+
+A job is skipped (status "skipped"; the jobs after it go on as after a
+success) when its outputs all exist, none is older than its inputs or than
+the outputs of the jobs it runs after, and its command is the one that made
+them: poolrun keeps the commands' hashes in a state file beside the
+workflow, .FILE.poolrun-state. Otherwise it runs: an output is missing, an
+input is missing or newer, its command changed, or a job it runs after
+runs. A job without outputs always runs. This is decided before anything
+runs, in the order of the jobs. --force runs every job anyway, --force
+JOB-GLOB (repeatable, or comma-separated) those whose ids match. A job that
+fails, is interrupted or whose worker dies has its declared outputs removed
+(make's .DELETE_ON_ERROR), so that nothing half-written passes for done;
+a command that exits 0 without writing one of its outputs (a file that is
+missing, or as it was before it ran) fails its job with the output's name.
+-n (--dry-run) prints, in order, each job with "run" or "skip" and why, and
+runs nothing and writes nothing. --dag prints the job graph in Graphviz dot
+on standard output, jobs filled orange (run) or grey (skip), and runs
+nothing:  poolrun run --dag wf.yaml | dot -Tsvg > wf.svg
 
 A workflow file larger than 16 MiB (workflow.MaxFileSize) is refused (exit
-status 2). -j is capped at the number of jobs of the workflow: no worker
-starts only to wait.
+status 2). -j is capped at the number of jobs that will run: no worker
+starts only to wait (none when every job is skipped).
 
 Example:
   poolrun run -j 4 --report report.json examples/pipeline.yaml
+  poolrun run -n wf.yaml            # what would run, and why
+  poolrun run --log-dir logs examples/pipeline.yaml
 `
 
 func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f poolFlags
+	var sf stdioFlags
+	var inc incrementalFlags
 	fs := newFlagSet("run", runUsage, stderr)
+	inc.register(fs)
 	f.register(fs)
-	if err := parseFlags(fs, args, stdout); err != nil {
+	sf.register(fs)
+	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
@@ -81,19 +132,41 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := f.check(); err != nil {
 		return err
 	}
+	if err := inc.check(); err != nil {
+		return err
+	}
 	wf, err := workflow.Load(fs.Arg(0))
 	if err != nil {
 		return badInput(err)
 	}
-	f.capWorkers(len(wf.Jobs))
+	plan, err := inc.plan(wf)
+	if err != nil {
+		return err
+	}
+	switch {
+	case inc.dryRun:
+		return plan.WriteText(stdout)
+	case inc.dag:
+		return plan.WriteDot(stdout)
+	}
+	toRun, _ := plan.Counts()
+	f.capWorkers(toRun)
+	if toRun == 0 {
+		f.serial = true // every job is skipped: no worker to start
+	}
 	// Scratch and temporary folders of poolruns and workers that were
 	// killed: their artefacts are of no use.
 	execflow.SweepScratch("")
 
 	var opts execflow.Options
+	opts.Plan = plan
+	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
+		return err
+	}
 	s := newSession(&f, stderr)
-	// A worker that dies has its scratch folder removed at once.
-	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts))...)
+	// A worker that dies has its scratch folder removed at once; what the
+	// commands print shows above the progress bar.
+	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)
 	jobs, err := execflow.Queue(p, wf, opts)
 	if err != nil {
 		return badInput(err)
@@ -112,7 +185,114 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if runErr != nil {
 		printFailures(stderr, wf, jobs)
 	}
-	return s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
+	// What the workers could not remove (a worker died), and what the
+	// run made, for the next. Said here, since an interrupted run's error
+	// is not printed.
+	if err := errors.Join(execflow.RemoveOutputs(wf, jobs, opts), plan.Save(jobs)); err != nil {
+		fmt.Fprintf(stderr, "poolrun: %v\n", indent(err.Error()))
+		if runErr == nil {
+			runErr = errors.New("poolrun run: every job succeeded, but the state file could not be written")
+		}
+	}
+	err = s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
+	printLogDir(stdout, opts.Stdio)
+	return err
+}
+
+// incrementalFlags are the flags of poolrun run that say which jobs run:
+// --force, -n (--dry-run) and --dag.
+type incrementalFlags struct {
+	force  forceFlag
+	dryRun bool
+	dag    bool
+}
+
+func (f *incrementalFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.force, "force", "run the jobs whose ids match `JOB-GLOB` even if their outputs are up to date (repeatable, or comma-separated; --force alone: every job)")
+	fs.BoolVar(&f.dryRun, "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "the same as -n")
+	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
+}
+
+// args returns args, for fs, with a --force that has no pattern after it
+// written --force=*: the next argument is --force's pattern only when it
+// does not start with '-' and is not the last argument (the workflow
+// file), as flags come before the file.
+func (f *incrementalFlags) args(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			return append(out, args[i:]...) // the flags end here
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name == "force" && !hasValue && (i+2 >= len(args) || strings.HasPrefix(args[i+1], "-")) {
+			out = append(out, "--force=*")
+			continue
+		}
+		out = append(out, a)
+		if fl := fs.Lookup(name); fl != nil && !hasValue && !isBoolFlag(fl) && i+1 < len(args) {
+			out = append(out, args[i+1]) // its value
+			i++
+		}
+	}
+	return out
+}
+
+// isBoolFlag reports whether fl takes no value, as -name alone.
+func isBoolFlag(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// check refuses -n with --dag.
+func (f *incrementalFlags) check() error {
+	if f.dryRun && f.dag {
+		return badInputf("poolrun run: -n (--dry-run) and --dag: give one of them")
+	}
+	return nil
+}
+
+// plan decides which jobs of wf a run runs: every --force pattern must be
+// valid and match some job.
+func (f *incrementalFlags) plan(wf *workflow.Workflow) (*execflow.Plan, error) {
+	var opts execflow.PlanOptions
+	for _, pattern := range f.force {
+		jobs, err := wf.Match(pattern)
+		if err != nil {
+			return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
+		}
+		if len(jobs) == 0 {
+			return nil, badInputf("poolrun run: --force %s: no job of %s matches it", pattern, wf.File)
+		}
+		if opts.Force == nil {
+			opts.Force = make(map[string]bool)
+		}
+		for _, j := range jobs {
+			opts.Force[j.ID] = true
+		}
+	}
+	plan, err := execflow.NewPlan(wf, opts)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return plan, nil
+}
+
+// forceFlag is --force: patterns over job ids, from each --force and
+// each comma-separated part of one.
+type forceFlag []string
+
+func (f *forceFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *forceFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p == "" {
+			return errors.New("want job ids or globs, separated by commas")
+		}
+		*f = append(*f, p)
+	}
+	return nil
 }
 
 // suspendWithWork makes a stop from the terminal (Ctrl-Z: SIGTSTP) stop

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/spawn"
 )
 
@@ -20,21 +20,25 @@ import (
 // SIGTERM, before they are killed with SIGKILL.
 const KillGrace = 300 * time.Millisecond
 
-// drainGrace bounds the wait for the end of a command's standard error once
-// its group is gone: a process that left the group (setsid) may hold it.
-// KillGrace plus drainGrace stays below the engine's half second between a
-// worker's SIGTERM and its exit.
+// drainGrace bounds the wait for the end of a command's output once its
+// group is gone: a process that left the group (setsid) may hold its
+// pipes (what they hold then is still passed on). KillGrace plus
+// drainGrace stays below the engine's half second between a worker's
+// SIGTERM and its exit.
 const drainGrace = 100 * time.Millisecond
 
 // groupPoll is how often the end of a process group is checked.
 const groupPoll = 5 * time.Millisecond
 
-// shellCmd is a command for /bin/sh -c and where to run it.
+// shellCmd is a command for /bin/sh -c, where to run it, and where its
+// output goes.
 type shellCmd struct {
 	run       string
 	dir       string
 	env       []string
 	tailLines int
+	job       string // the job's id, for tags and log files; "" for an item
+	stdio     Stdio  // resolved; ignored without a job
 }
 
 // shellOutcome is how a command ended.
@@ -45,32 +49,50 @@ type shellOutcome struct {
 	duration time.Duration
 }
 
-// runShell runs c with /bin/sh -c in a process group of its own and returns when
-// the group is gone. Its standard output is this process's, its standard
-// error is copied to this process's and its tail kept. A command that exits
-// with a non-zero status is not an error here: the outcome says so. The
-// error is non-nil when the command could not start, or when ctx ended
-// (then the whole group was stopped, and the error wraps the context's
-// cause).
+// runShell runs c with /bin/sh -c in a process group of its own and returns
+// when the group is gone. Its standard output and error go where
+// c.stdio says: to log files, or to the job's output (engine.JobOutput:
+// in a worker process, the worker's), tagged or not (see [Stdio]). The
+// last lines of its standard error are kept. A command that exits with a
+// non-zero status is not an error here: the outcome says so. The error is
+// non-nil when the command could not start, when its log files could not
+// be created or written, or when ctx ended (then the whole group was
+// stopped, and the error wraps the context's cause).
 //
 // Shutdown: when ctx ends, the group gets SIGTERM; after KillGrace, if the
 // shell is still there, os/exec kills it (WaitDelay). Once the shell has
 // been reaped, any process left in its group gets SIGTERM (unless it had it
 // already) and, if the group is not empty KillGrace after that SIGTERM,
-// SIGKILL. Then the standard error is read to its end for at most
-// drainGrace.
+// SIGKILL. Then the output is read to its end, waiting at most drainGrace
+// for it; after that, what its pipes hold is still passed on, and no more.
 func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	var out shellOutcome
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return out, fmt.Errorf("standard error pipe: %w", err)
+	stdout, stderr := engine.JobOutput(ctx)
+	prefix := ""
+	if c.job != "" && c.stdio.Tag {
+		prefix = "[" + c.job + "] "
 	}
+	logs := c.job != "" && c.stdio.LogDir != ""
+	if logs {
+		o, e, err := openLogs(c.stdio.LogDir, c.job)
+		if err != nil {
+			return out, err
+		}
+		defer o.Close()
+		defer e.Close()
+		stdout, stderr, prefix = o, e, ""
+	}
+	tail := newTailWriter(c.tailLines)
+	streams, err := newCommandStreams(stdout, stderr, prefix, tail)
+	if err != nil {
+		return out, err
+	}
+	defer streams.close()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.run)
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = os.Stdout
-	cmd.Stderr = pw // a file: os/exec starts no copying goroutine
+	cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
 	cmd.SysProcAttr = sysProcAttr()
 	g := &group{}
 	// os/exec sets cmd.Process before it starts the goroutine that calls
@@ -80,31 +102,20 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 
 	start := time.Now()
 	err = spawn.Start(cmd)
-	pw.Close()
 	if err != nil {
-		pr.Close()
 		return out, fmt.Errorf("starting sh: %w", err)
 	}
+	streams.started()
 	g.set(cmd.Process.Pid)
 	running.add(cmd.Process.Pid)
 	defer running.remove(cmd.Process.Pid)
 
-	tail := newTailWriter(c.tailLines)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		copyStderr(pr, tail)
-	}()
-
 	waitErr := cmd.Wait()
 	g.stop()
-	select {
-	case <-copied:
-	case <-time.After(drainGrace):
-		pr.Close() // ends the copy's Read
-		<-copied
+	writeErr := streams.wait(drainGrace)
+	if !logs {
+		writeErr = nil // the job's output is not its business
 	}
-	pr.Close()
 	out.duration = time.Since(start)
 	out.tail = tail.String()
 
@@ -126,6 +137,9 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	default:
 		return out, fmt.Errorf("waiting for sh: %w", waitErr)
 	}
+	if writeErr != nil {
+		return out, fmt.Errorf("writing its output: %w", writeErr)
+	}
 	return out, nil
 }
 
@@ -134,22 +148,6 @@ func signalName(s syscall.Signal) string {
 		return name
 	}
 	return fmt.Sprintf("signal %d", int(s))
-}
-
-// copyStderr copies r to this process's standard error and to tail until r
-// ends or is closed.
-func copyStderr(r io.Reader, tail *tailWriter) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			os.Stderr.Write(buf[:n])
-			tail.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // group is a command's process group: its id is the shell's pid.

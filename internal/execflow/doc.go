@@ -55,6 +55,53 @@
 // continues them later: the other half of a terminal's Ctrl-Z, which
 // reaches the pool's process alone.
 //
+// # Skipping what is done
+//
+// A job's inputs and outputs (workflow.Job's Inputs and Outputs: paths and
+// patterns relative to the folder of the workflow file, whatever
+// [Options.Dir] is) make a run incremental, as make's. [NewPlan] decides,
+// before anything runs and in the workflow's order, which jobs run and why
+// ([Decision], [Reason]), and which are skipped: those whose outputs all
+// exist, none older than their inputs or than the outputs of the jobs they
+// run after, whose command is the one that made their outputs, and that
+// run after no job that runs. A job without outputs always runs, and
+// [PlanOptions.Force] names jobs that run whatever their files say.
+// [Plan.WriteText] and [Plan.WriteDot] show a plan; [Queue] with
+// [Options.Plan] queues the jobs it skips with engine.Skip, so that they
+// end Skipped, need no item, and let the jobs after them run.
+//
+// The commands that made the outputs are known from the workflow's state
+// file, [StateFile]: ".NAME.poolrun-state" beside the workflow file NAME, a
+// small JSON file that maps each job id to a hash of its command.
+// [Plan.Save] writes it after the run (atomically: a temporary file in the
+// same folder, renamed; mode 0666 less the umask), recording the jobs with
+// outputs that succeeded or were skipped and forgetting those that ran and
+// did not succeed. NewPlan reads it only when some job declares outputs and
+// writes nothing; a job the file does not know is judged by the times of
+// its files alone.
+//
+// # Outputs of a failed job
+//
+// A job's worker checks and removes its declared outputs, right after the
+// command, in [Queue]'s registered function: before the command it notes
+// what the outputs stand for (modification time, size, inode); when the
+// command exits 0, an output that is missing, a file that is as it was,
+// or a pattern that matches nothing new, fails the job with an error that
+// names it ([ErrOutputNotWritten]); when the command fails, is killed, or
+// is stopped because the job was cancelled, timed out or the pool was
+// interrupted, or when an output was not written, every file and folder
+// the outputs stand for is removed (make's .DELETE_ON_ERROR), before the
+// job's end reaches the pool. Doing it in the worker means that a job is
+// never seen Failed with its half-written outputs still there, and that
+// the check can fail the job, which the pool's process, learning of the
+// job's end after its dependents may have started, could not. A worker
+// that dies under its job cannot clean up: [RemoveOutputs], called by the
+// pool's process once Run has returned, removes the outputs of every job
+// that was sent to run and did not succeed (Aborted jobs, and jobs whose
+// worker was killed past a timeout or cancellation). Neither ever removes
+// the workflow file, its state file, the working folder, or a folder above
+// one of them.
+//
 // # Items
 //
 // An item's command builds the artefact at the path in $POOLRUN_ITEM, a name

@@ -14,6 +14,16 @@ import (
 // reaches the pool's process (see [AsCommandError]).
 var ErrNoArtefact = errors.New("the command exited 0 but created nothing at $POOLRUN_ITEM")
 
+// ErrOutputNotWritten is wrapped by the error of a job whose command exited
+// with status 0 but did not write one of the job's declared outputs; the
+// error names the output. Only the message reaches the pool's process.
+var ErrOutputNotWritten = errors.New("the command exited 0 without writing this output")
+
+// ErrBadState is wrapped by the error of [NewPlan] when the workflow's state
+// file ([StateFile]) cannot be read, or is not a state file of this
+// version; the error names the file.
+var ErrBadState = errors.New("execflow: bad state file")
+
 // A CommandError reports a command that exited with a non-zero status or was
 // killed by a signal: a job's own command, or the command that builds an
 // item the job needs.

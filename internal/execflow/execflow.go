@@ -76,6 +76,14 @@ type Options struct {
 	// error that are kept for its [Result] or [CommandError]. 0 means
 	// [DefaultTailLines]; a negative number keeps none.
 	TailLines int
+	// Stdio says what becomes of what the jobs' commands print on their
+	// standard output and error: tagged lines, or log files. The zero
+	// Stdio passes it on as it comes.
+	Stdio Stdio
+	// Plan, if not nil, is a [Plan] of the same workflow: [Queue] queues
+	// the jobs it skips with engine.Skip (they end Skipped, and need no
+	// item). nil runs every job.
+	Plan *Plan
 }
 
 // A Result is what a job that succeeded reports.
@@ -102,6 +110,8 @@ type execArg struct {
 	Env       []string // Options.Env
 	TailLines int      // resolved: >= 0
 	Items     []itemParam
+	Stdio     Stdio    // resolved: LogDir absolute
+	Outputs   *outputs // the job's declared outputs; nil if none
 }
 
 var execFunc = engine.Register(FuncName, runJob)
@@ -113,6 +123,7 @@ type settings struct {
 	env     []string
 	scratch string
 	tail    int
+	stdio   Stdio
 }
 
 func resolve(opts Options) (settings, error) {
@@ -156,6 +167,9 @@ func resolve(opts Options) (settings, error) {
 		s.tail = DefaultTailLines
 	case opts.TailLines > 0:
 		s.tail = opts.TailLines
+	}
+	if s.stdio, err = opts.Stdio.resolve(); err != nil {
+		return s, err
 	}
 	return s, nil
 }
@@ -214,14 +228,17 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 // (engine.After) and needs the cache items of its Needs list (engine.Needs);
 // its Timeout, if any, bounds its run time (engine.JobTimeout, which
 // overrides the pool's engine.Timeout); it carries the label [LabelID] with
-// its id.
+// its id. A job that opts.Plan skips is queued with engine.Skip and needs
+// no item. A job with outputs has them checked after its command, and
+// removed if it fails (see the package documentation).
 //
 // Queue checks everything before it queues anything: it fails, queueing
-// nothing, when opts.Dir or the scratch folder is not an existing folder, an
+// nothing, when opts.Dir, the scratch folder or opts.Stdio.LogDir (if
+// any) is not an existing folder, an
 // opts.Env entry is not KEY=value, or wf is not as [workflow.Parse] returns
 // them (a nil job, two jobs with one id, a job that needs an unknown item,
-// or runs after a job that is unknown or comes later in wf.Jobs). Queue
-// panics when p or wf is nil.
+// or runs after a job that is unknown or comes later in wf.Jobs), or
+// opts.Plan is of another workflow. Queue panics when p or wf is nil.
 //
 // Queue the workflow before [engine.Pool.Run], or from a scheduler while it
 // runs; the returned jobs are the pool's, with their statuses and results.
@@ -233,6 +250,13 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 	if err != nil {
 		return nil, err
 	}
+	if opts.Plan != nil && opts.Plan.wf != wf {
+		return nil, fmt.Errorf("execflow: %s: the plan is of another workflow (%s)", wf.File, opts.Plan.wf.File)
+	}
+	outs, err := newOutputsMaker(wf, s.dir)
+	if err != nil {
+		return nil, err
+	}
 	params := itemParams(wf, s)
 
 	type planned struct {
@@ -240,6 +264,7 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		after   []string
 		items   []cachepool.Handle
 		timeout time.Duration
+		skip    bool
 	}
 	plan := make([]planned, 0, len(wf.Jobs))
 	seen := make(map[string]bool, len(wf.Jobs))
@@ -258,15 +283,20 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		pl := planned{
 			arg: execArg{
 				ID: j.ID, Run: j.Run, File: wf.File, Line: j.Line,
-				Dir: s.dir, Env: s.env, TailLines: s.tail,
+				Dir: s.dir, Env: s.env, TailLines: s.tail, Stdio: s.stdio,
 			},
 			after:   j.After,
 			timeout: j.Timeout,
+			skip:    opts.Plan != nil && !opts.Plan.Runs(j.ID),
 		}
+		pl.arg.Outputs = outs.of(j)
 		for _, name := range j.Needs {
 			ip, ok := params[name]
 			if !ok {
 				return nil, fmt.Errorf("execflow: %s:%d: job %q needs %q: no such item", wf.File, j.Line, j.ID, name)
+			}
+			if pl.skip {
+				continue // it will not run: no item for it
 			}
 			pl.arg.Items = append(pl.arg.Items, ip)
 			pl.items = append(pl.items, items.Item(ip))
@@ -291,6 +321,9 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		if pl.timeout > 0 {
 			jopts = append(jopts, engine.JobTimeout(pl.timeout))
 		}
+		if pl.skip {
+			jopts = append(jopts, engine.Skip())
+		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
 	}
 	return jobs, nil
@@ -311,18 +344,20 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, context.Cause(ctx))
 	}
-	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines})
+	before := a.Outputs.snapshot()
+	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
 	res := Result{Stderr: out.tail, Duration: out.duration}
 	switch {
 	case err != nil:
-		return res, fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
+		err = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
 	case out.exitCode != 0 || out.signal != "":
-		return res, &CommandError{
+		err = &CommandError{
 			JobID: a.ID, File: a.File, Line: a.Line,
 			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
 		}
 	}
-	return res, nil
+	// Outputs checked, or removed if the job failed.
+	return res, finishOutputs(a, before, err)
 }
 
 // jobItemError says why a job could not get item ip.

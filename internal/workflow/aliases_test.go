@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func entries(n int, prefix, fields string) string {
 var aliasBombs = []struct {
 	name string
 	in   string
-	want string // the whole error
+	want string // a line of the error: the mistake the bomb is refused with
 }{
 	{
 		name: "billion laughs under an unknown field",
@@ -78,7 +79,9 @@ var aliasBombs = []struct {
 	},
 	{
 		name: "a job repeated by aliases",
-		in:   "jobs:\n  - &e {id: 'a-${i}', run: x, foreach: {i: 1..50000}}\n" + repeat(1000, "  ", "- *e"),
+		// 5 million jobs; the entry itself, expanded once to look
+		// for other mistakes, gives 5,000.
+		in:   "jobs:\n  - &e {id: 'a-${i}', run: x, foreach: {i: 1..5000}}\n" + repeat(1000, "  ", "- *e"),
 		want: `bomb.yaml:3: job "a-${i}": an alias repeats the job of line 2, and so its ids`,
 	},
 	{
@@ -120,8 +123,9 @@ func TestAliasBombs(t *testing.T) {
 			if !errors.As(err, &werr) || werr.File != "bomb.yaml" || werr.Line < 1 {
 				t.Fatalf("error %v is not a *workflow.Error with the file and a line", err)
 			}
-			if err.Error() != tt.want {
-				t.Errorf("error\n got: %s\nwant: %s", err, tt.want)
+			lines := strings.Split(err.Error(), "\n")
+			if !slices.Contains(lines, tt.want) || len(lines) > workflow.MaxErrors+1 {
+				t.Errorf("error\n got: %s\nwant a line: %s", err, tt.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,43 +18,93 @@ import (
 
 // This file turns YAML into entries: the jobs and items as written, with
 // the line of every piece, before foreach expansion and resolution.
+//
+// Every step reports a mistake with fail and goes on with what it can
+// still read: a field that is wrong is left out, an entry without a usable
+// id is dropped. A limit on the workflow's size (limit) and a YAML syntax
+// error end the reading.
 
-// A parser holds what every step needs to report errors.
+// A parser holds what every step needs to report mistakes.
 type parser struct {
-	file string
+	file  string
+	errs  []*Error     // the first MaxErrors mistakes
+	more  int          // the mistakes after those
+	lines map[int]bool // the lines with a mistake reported
+	// stop: a limit was reached, and nothing more is read.
+	stop bool
+	// lost: a job entry or a job id could not be read, so an after entry
+	// that names no job may name that one: it is not reported.
+	lost bool
+	// named holds every item name written, good or not: a needs entry
+	// that names an item with a mistake is not a mistake of its own;
+	// itemsLost: items is not a mapping, and no needs entry is checked.
+	named     map[string]bool
+	itemsLost bool
 	// What list, foreach and values read from an anchored node: an alias
 	// can name the node any number of times, and reading it again would
-	// give the same.
-	lists  map[*yaml.Node][]text
-	vars   map[*yaml.Node][]variable
-	values map[*yaml.Node][]string
+	// give the same (and report its mistakes again).
+	lists  map[*yaml.Node]memoed[[]text]
+	vars   map[*yaml.Node]memoed[[]variable]
+	values map[*yaml.Node]memoed[[]string]
+}
+
+// memoed is what a read of an anchored node gave.
+type memoed[T any] struct {
+	v  T
+	ok bool
 }
 
 // memo returns what read returns for n, calling read only the first time
 // if n is anchored; cache holds the results.
-func memo[T any](cache *map[*yaml.Node]T, n *yaml.Node, read func() (T, error)) (T, error) {
+func memo[T any](cache *map[*yaml.Node]memoed[T], n *yaml.Node, read func() (T, bool)) (T, bool) {
 	if n.Anchor == "" {
 		return read()
 	}
-	if v, ok := (*cache)[n]; ok {
-		return v, nil
+	if m, found := (*cache)[n]; found {
+		return m.v, m.ok
 	}
-	v, err := read()
-	if err == nil {
-		if *cache == nil {
-			*cache = make(map[*yaml.Node]T)
-		}
-		(*cache)[n] = v
+	v, ok := read()
+	if *cache == nil {
+		*cache = make(map[*yaml.Node]memoed[T])
 	}
-	return v, err
+	(*cache)[n] = memoed[T]{v, ok}
+	return v, ok
 }
 
-// errorf returns an *Error at line (at least 1).
-func (p *parser) errorf(line int, format string, args ...any) error {
+// fail reports a mistake at line (at least 1), unless one was reported
+// there already.
+func (p *parser) fail(line int, format string, args ...any) {
 	if line < 1 {
 		line = 1
 	}
-	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+	if p.lines[line] {
+		return
+	}
+	if p.lines == nil {
+		p.lines = make(map[int]bool)
+	}
+	p.lines[line] = true
+	if len(p.errs) == MaxErrors {
+		p.more++
+		return
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// limit reports a mistake after which nothing more is read: the workflow
+// is larger than a limit allows.
+func (p *parser) limit(line int, format string, args ...any) {
+	p.fail(line, format, args...)
+	p.stop = true
+}
+
+// failed reports whether a mistake was reported.
+func (p *parser) failed() bool { return len(p.errs) > 0 }
+
+// errors returns the mistakes reported, as an *Errors.
+func (p *parser) errors() error {
+	slices.SortStableFunc(p.errs, func(a, b *Error) int { return a.Line - b.Line })
+	return &Errors{List: p.errs, More: p.more}
 }
 
 // text is a string from the file and the line it is on.
@@ -64,13 +115,15 @@ type text struct {
 
 // entry is one element of jobs, as written.
 type entry struct {
-	line  int // line of the mapping
-	id    text
-	run   text
-	after []text
-	needs []text
-	vars  []variable    // foreach, in file order; nil without foreach
-	limit time.Duration // timeout; 0 without
+	line    int // line of the mapping
+	id      text
+	run     text // s is "" when run is missing or wrong (reported)
+	after   []text
+	needs   []text
+	inputs  []text
+	outputs []text
+	vars    []variable    // foreach, in file order; nil without foreach
+	limit   time.Duration // timeout; 0 without
 }
 
 // variable is one foreach variable and its values.
@@ -87,24 +140,33 @@ type field struct {
 }
 
 func (p *parser) parse(data []byte) (*Workflow, error) {
-	root, err := p.document(data)
-	if err != nil {
-		return nil, err
+	w := p.read(data)
+	if p.failed() {
+		return nil, p.errors()
+	}
+	return w, nil
+}
+
+// read reads and checks data, reporting every mistake it finds; the
+// workflow it returns is of use only if there is none.
+func (p *parser) read(data []byte) *Workflow {
+	root, ok := p.document(data)
+	if !ok {
+		return nil
 	}
 	if root == nil || isNull(root) {
 		line := 1
 		if root != nil {
 			line = root.Line
 		}
-		return nil, p.errorf(line, "empty workflow: no jobs")
+		p.fail(line, "empty workflow: no jobs")
+		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errorf(root.Line, "a workflow is a mapping with jobs (and items), not %s", describe(root))
+		p.fail(root.Line, "a workflow is a mapping with jobs (and items), not %s", describe(root))
+		return nil
 	}
-	fields, err := p.fields(root, "workflow")
-	if err != nil {
-		return nil, err
-	}
+	fields, _ := p.fields(root, "workflow")
 	var jobs, items *field
 	for i := range fields {
 		f := &fields[i]
@@ -114,70 +176,71 @@ func (p *parser) parse(data []byte) (*Workflow, error) {
 		case "items":
 			items = f
 		default:
-			return nil, p.errorf(f.keyLine, "unknown field %q (a workflow has jobs and items)", f.key)
+			p.fail(f.keyLine, "unknown field %q (a workflow has jobs and items)", f.key)
 		}
 	}
 	w := &Workflow{File: p.file}
 	if items != nil {
-		if w.Items, err = p.items(items); err != nil {
-			return nil, err
-		}
+		w.Items = p.items(items)
 	}
 	if jobs == nil {
-		return nil, p.errorf(root.Line, "empty workflow: no jobs")
+		p.fail(root.Line, "empty workflow: no jobs")
+		return nil
 	}
-	entries, err := p.entries(jobs)
-	if err != nil {
-		return nil, err
+	entries := p.entries(jobs)
+	if p.stop || len(entries) == 0 {
+		return nil
 	}
-	expanded, err := p.expand(entries)
-	if err != nil {
-		return nil, err
+	expanded := p.expand(entries)
+	if p.stop {
+		return nil
 	}
-	if w.Jobs, err = p.resolve(expanded, w.Items); err != nil {
-		return nil, err
-	}
-	return w, nil
+	w.Jobs = p.resolve(expanded, w.Items)
+	return w
 }
 
 // document decodes data, which must hold at most one YAML document, and
-// returns its root node, or nil if there is none.
-func (p *parser) document(data []byte) (*yaml.Node, error) {
+// returns its root node, or nil if there is none. It reports a YAML error,
+// after which nothing can be read, and returns false.
+func (p *parser) document(data []byte) (*yaml.Node, bool) {
 	r := yamlline.NewReader(data)
 	dec := yaml.NewDecoder(r)
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil
+			return nil, true
 		}
-		return nil, p.yamlError(data, err, r.Offset())
+		p.yamlError(data, err, r.Offset())
+		return nil, false
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, p.yamlError(data, err, r.Offset())
+		p.yamlError(data, err, r.Offset())
+		return nil, false
 	default:
-		return nil, p.errorf(next.Line, "a second YAML document: a workflow file holds only one")
+		p.fail(next.Line, "a second YAML document: a workflow file holds only one")
+		return nil, false
 	}
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) == 0 {
-			return nil, nil
+			return nil, true
 		}
-		return resolve(doc.Content[0]), nil
+		return resolve(doc.Content[0]), true
 	}
-	return resolve(&doc), nil
+	return resolve(&doc), true
 }
 
-// yamlError turns an error of the YAML library into an *Error, at the
-// line package yamlline finds. read is the number of bytes of data the
-// library had read when it failed.
-func (p *parser) yamlError(data []byte, err error, read int) error {
+// yamlError reports an error of the YAML library, at the line package
+// yamlline finds. read is the number of bytes of data the library had read
+// when it failed.
+func (p *parser) yamlError(data []byte, err error, read int) {
 	line, msg := yamlline.Locate(data, err, read)
 	if bytes.Contains(yamlline.LineText(data, line), []byte("${")) {
 		msg += `; inside [ ] and { }, quote strings that contain ${...}: ["a-${i}"]`
 	}
-	return p.errorf(line, "bad YAML: %s", msg)
+	p.fail(line, "bad YAML: %s", msg)
 }
 
 // resolve follows aliases to the node they stand for.
@@ -208,154 +271,190 @@ func describe(n *yaml.Node) string {
 	return "an alias"
 }
 
-// fields returns the pairs of the mapping n in file order, refusing keys
-// that are not strings, merge keys, and keys given twice. what names the
-// mapping in errors.
-func (p *parser) fields(n *yaml.Node, what string) ([]field, error) {
-	fs := make([]field, 0, len(n.Content)/2)
+// fields returns the pairs of the mapping n in file order. A key that is
+// not a string, a merge key and a key given again are reported and left
+// out, and ok is false. what names the mapping in errors.
+func (p *parser) fields(n *yaml.Node, what string) (fs []field, ok bool) {
+	fs = make([]field, 0, len(n.Content)/2)
 	seen := make(map[string]int, len(n.Content)/2)
+	ok = true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode || isNull(k) {
-			return nil, p.errorf(k.Line, "%s: a key must be a string, not %s", what, describe(k))
+		switch first, again := seen[k.Value]; {
+		case k.Kind != yaml.ScalarNode || isNull(k):
+			p.fail(k.Line, "%s: a key must be a string, not %s", what, describe(k))
+		case k.ShortTag() == "!!merge":
+			p.fail(k.Line, "%s: merge keys (<<) are not supported", what)
+		case again:
+			p.fail(k.Line, "%s: %q given twice (first at line %d)", what, k.Value, first)
+		default:
+			seen[k.Value] = k.Line
+			fs = append(fs, field{key: k.Value, keyLine: k.Line, value: v})
+			continue
 		}
-		if k.ShortTag() == "!!merge" {
-			return nil, p.errorf(k.Line, "%s: merge keys (<<) are not supported", what)
-		}
-		if first, ok := seen[k.Value]; ok {
-			return nil, p.errorf(k.Line, "%s: %q given twice (first at line %d)", what, k.Value, first)
-		}
-		seen[k.Value] = k.Line
-		fs = append(fs, field{key: k.Value, keyLine: k.Line, value: v})
+		ok = false
 	}
-	return fs, nil
+	return fs, ok
 }
 
-// items reads the items mapping.
-func (p *parser) items(f *field) ([]*Item, error) {
+// items reads the items mapping, leaving out the items with mistakes.
+func (p *parser) items(f *field) []*Item {
 	n := f.value
 	if isNull(n) {
-		return nil, nil
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errorf(n.Line, "items must be a mapping of item names to items, not %s", describe(n))
+		p.fail(n.Line, "items must be a mapping of item names to items, not %s", describe(n))
+		p.itemsLost = true
+		return nil
 	}
-	fields, err := p.fields(n, "items")
-	if err != nil {
-		return nil, err
-	}
+	fields, _ := p.fields(n, "items")
 	var items []*Item
 	env := make(map[string]*Item, len(fields))
+	p.named = make(map[string]bool, len(fields))
 	for _, f := range fields {
-		it, err := p.item(f)
-		if err != nil {
-			return nil, err
+		p.named[f.key] = true
+		it := p.item(f)
+		if it == nil {
+			continue
 		}
 		e := EnvName(it.Name)
 		if other := env[e]; other != nil {
-			return nil, p.errorf(it.Line, "items %q and %q (line %d) both give the environment variable %s",
+			p.fail(it.Line, "items %q and %q (line %d) both give the environment variable %s",
 				it.Name, other.Name, other.Line, e)
+			continue
 		}
 		env[e] = it
 		items = append(items, it)
 	}
-	return items, nil
+	return items
 }
 
-// item reads one item.
-func (p *parser) item(f field) (*Item, error) {
+// item reads one item; it returns nil if the item has a mistake.
+func (p *parser) item(f field) *Item {
 	it := &Item{Name: f.key, Line: f.keyLine}
 	if !validItemName(it.Name) {
-		return nil, p.errorf(it.Line, "item name %q is not valid: start with a letter or digit, then use letters, digits, _ - and .", it.Name)
+		p.fail(it.Line, "item name %q is not valid: start with a letter or digit, then use letters, digits, _ - and .", it.Name)
+		return nil
 	}
 	name := fmt.Sprintf("item %q", it.Name)
 	n := f.value
 	if isNull(n) {
-		return nil, p.errorf(it.Line, "%s has no run command", name)
+		p.fail(it.Line, "%s has no run command", name)
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errorf(n.Line, "%s must be a mapping with run, not %s", name, describe(n))
+		p.fail(n.Line, "%s must be a mapping with run, not %s", name, describe(n))
+		return nil
 	}
-	fields, err := p.fields(n, name)
-	if err != nil {
-		return nil, err
-	}
+	fields, ok := p.fields(n, name)
 	var run *text
+	runSeen := false
 	for _, f := range fields {
 		if f.key != "run" {
-			return nil, p.errorf(f.keyLine, "%s: unknown field %q (an item has only run)", name, f.key)
+			p.fail(f.keyLine, "%s: unknown field %q (an item has only run)", name, f.key)
+			ok = false
+			continue
 		}
-		if run, err = p.command(f, name); err != nil {
-			return nil, err
-		}
+		runSeen = true
+		run = p.command(f, name)
 	}
-	if run == nil {
-		return nil, p.errorf(it.Line, "%s has no run command", name)
+	switch {
+	case !runSeen:
+		p.fail(it.Line, "%s has no run command", name)
+		return nil
+	case run == nil || !ok:
+		return nil
 	}
-	if it.Run, err = substitute(run.s, nil, true); err != nil {
-		return nil, p.refError(run.line, name, "run", err, " (an item has no foreach)")
+	s, err := substitute(run.s, nil, true)
+	if err != nil {
+		p.refError(run.line, name, "run", err, " (an item has no foreach)")
+		return nil
 	}
-	return it, nil
+	it.Run = s
+	return it
 }
 
-// command reads the run field f of the job or item called name.
-func (p *parser) command(f field, name string) (*text, error) {
+// command reads the run field f of the job or item called name; it
+// returns nil if the field has a mistake.
+func (p *parser) command(f field, name string) *text {
 	n := f.value
 	if n.Kind != yaml.ScalarNode {
-		return nil, p.errorf(n.Line, "%s: run must be a string, not %s", name, describe(n))
+		p.fail(n.Line, "%s: run must be a string, not %s", name, describe(n))
+		return nil
 	}
 	if isNull(n) || strings.TrimSpace(n.Value) == "" {
-		return nil, p.errorf(n.Line, "%s has no run command", name)
+		p.fail(n.Line, "%s has no run command", name)
+		return nil
 	}
-	return &text{n.Value, n.Line}, nil
+	return &text{n.Value, n.Line}
 }
 
-// entries reads the jobs list.
-func (p *parser) entries(f *field) ([]*entry, error) {
+// entries reads the jobs list, leaving out the entries that cannot be
+// read. It stops at a limit (p.stop).
+func (p *parser) entries(f *field) []*entry {
 	n := f.value
 	if isNull(n) {
-		return nil, p.errorf(f.keyLine, "empty workflow: no jobs")
+		p.fail(f.keyLine, "empty workflow: no jobs")
+		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "jobs must be a list of jobs, not %s", describe(n))
+		p.fail(n.Line, "jobs must be a list of jobs, not %s", describe(n))
+		return nil
 	}
 	if len(n.Content) == 0 {
-		return nil, p.errorf(f.keyLine, "empty workflow: no jobs")
+		p.fail(f.keyLine, "empty workflow: no jobs")
+		return nil
 	}
 	// An alias can repeat an entry, with its long lists, any number of
 	// times: count what the entries add up to as they are read, so that
 	// the work and memory stay within the limits of what they expand to.
 	entries := make([]*entry, 0, min(len(n.Content), MaxJobs))
-	jobs, deps, values := 0, 0, 0
-	var anchored map[*yaml.Node]*entry
+	jobs, deps, values, paths := 0, 0, 0, 0
+	type anchor struct {
+		e        *entry // nil if it could not be read
+		repeated bool   // reported as repeated
+	}
+	var anchored map[*yaml.Node]*anchor
 	for _, c := range n.Content {
 		r := resolve(c)
 		if first := anchored[r]; first != nil {
-			return nil, p.errorf(c.Line, "job %q: an alias repeats the job of line %d, and so its ids", first.id.s, first.line)
+			if first.e != nil && !first.repeated {
+				p.fail(c.Line, "job %q: an alias repeats the job of line %d, and so its ids", first.e.id.s, first.e.line)
+				first.repeated = true
+			}
+			continue
 		}
-		e, err := p.entry(r)
-		if err != nil {
-			return nil, err
-		}
+		e := p.entry(r)
 		if r.Anchor != "" {
 			if anchored == nil {
-				anchored = make(map[*yaml.Node]*entry)
+				anchored = make(map[*yaml.Node]*anchor)
 			}
-			anchored[r] = e
+			anchored[r] = &anchor{e: e}
+		}
+		if e == nil {
+			continue
 		}
 		count := e.count()
 		if jobs += count; jobs > MaxJobs {
-			return nil, p.errorf(e.line, "job %q: the workflow has more than %d jobs", e.id.s, MaxJobs)
+			p.limit(e.line, "job %q: the workflow has more than %d jobs", e.id.s, MaxJobs)
+			return entries
 		}
 		if deps += len(e.after) + len(e.needs); deps > MaxDependencies {
-			return nil, p.errorf(e.line, "job %q: the workflow has more than %d dependencies", e.id.s, MaxDependencies)
+			p.limit(e.line, "job %q: the workflow has more than %d dependencies", e.id.s, MaxDependencies)
+			return entries
 		}
 		if values += count * len(e.vars); values > maxValues {
-			return nil, p.errorf(e.line, "job %q: foreach gives the workflow's jobs more than %d values in all", e.id.s, maxValues)
+			p.limit(e.line, "job %q: foreach gives the workflow's jobs more than %d values in all", e.id.s, maxValues)
+			return entries
+		}
+		if paths += count * (len(e.inputs) + len(e.outputs)); paths > MaxPaths {
+			p.limit(e.line, "job %q: the workflow's jobs have more than %d inputs and outputs in all", e.id.s, MaxPaths)
+			return entries
 		}
 		entries = append(entries, e)
 	}
-	return entries, nil
+	return entries
 }
 
 // maxValues bounds the foreach values of all jobs after expansion, one per
@@ -371,10 +470,17 @@ func (e *entry) count() int {
 	return n
 }
 
-// entry reads one element of the jobs list.
-func (p *parser) entry(n *yaml.Node) (*entry, error) {
+// jobFields lists the fields of a job, for the error about another.
+const jobFields = "id, run, after, needs, inputs, outputs, foreach and timeout"
+
+// entry reads one element of the jobs list. It returns nil, and sets
+// p.lost, when the entry has no usable id or foreach: the jobs it stands
+// for are unknown.
+func (p *parser) entry(n *yaml.Node) *entry {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errorf(n.Line, "a job must be a mapping with id and run, not %s", describe(n))
+		p.fail(n.Line, "a job must be a mapping with id and run, not %s", describe(n))
+		p.lost = true
+		return nil
 	}
 	e := &entry{line: n.Line}
 	// Find the id first, to name the job in every other error.
@@ -383,182 +489,219 @@ func (p *parser) entry(n *yaml.Node) (*entry, error) {
 		if k.Kind != yaml.ScalarNode || k.Value != "id" {
 			continue
 		}
-		if v.Kind != yaml.ScalarNode {
-			return nil, p.errorf(v.Line, "job id must be a string, not %s", describe(v))
+		switch {
+		case v.Kind != yaml.ScalarNode:
+			p.fail(v.Line, "job id must be a string, not %s", describe(v))
+		case isNull(v) || v.Value == "":
+			p.fail(v.Line, "job has no id")
+		default:
+			e.id = text{v.Value, v.Line}
 		}
-		if isNull(v) || v.Value == "" {
-			return nil, p.errorf(v.Line, "job has no id")
+		if e.id.line == 0 {
+			p.lost = true
+			return nil
 		}
-		e.id = text{v.Value, v.Line}
 		break
 	}
 	if e.id.line == 0 {
-		return nil, p.errorf(n.Line, "job has no id")
+		p.fail(n.Line, "job has no id")
+		p.lost = true
+		return nil
 	}
 	name := fmt.Sprintf("job %q", e.id.s)
-	fields, err := p.fields(n, name)
-	if err != nil {
-		return nil, err
-	}
-	var run *text
+	fields, _ := p.fields(n, name)
+	runSeen, foreachOK := false, true
 	for _, f := range fields {
 		switch f.key {
 		case "id":
 		case "run":
-			run, err = p.command(f, name)
+			runSeen = true
+			if run := p.command(f, name); run != nil {
+				e.run = *run
+			}
 		case "after":
-			e.after, err = p.list(f, name)
+			e.after, _ = p.list(f, name)
 		case "needs":
-			e.needs, err = p.list(f, name)
+			e.needs, _ = p.list(f, name)
+		case "inputs":
+			e.inputs, _ = p.list(f, name)
+		case "outputs":
+			e.outputs, _ = p.list(f, name)
 		case "foreach":
-			e.vars, err = p.foreach(f, name)
+			e.vars, foreachOK = p.foreach(f, name)
 		case "timeout":
-			e.limit, err = p.timeout(f, name)
+			e.limit = p.timeout(f, name)
 		default:
-			err = p.errorf(f.keyLine, "%s: unknown field %q (a job has id, run, after, needs, foreach and timeout)", name, f.key)
-		}
-		if err != nil {
-			return nil, err
+			p.fail(f.keyLine, "%s: unknown field %q (a job has %s)", name, f.key, jobFields)
 		}
 	}
-	if run == nil {
-		return nil, p.errorf(n.Line, "%s has no run command", name)
+	if !runSeen {
+		p.fail(n.Line, "%s has no run command", name)
 	}
-	e.run = *run
-	return e, nil
+	if !foreachOK {
+		p.lost = true
+		return nil
+	}
+	return e
 }
 
-// list reads the after or needs field f of the job called name: a list of
-// strings or a single string.
-func (p *parser) list(f field, name string) ([]text, error) {
-	return memo(&p.lists, f.value, func() ([]text, error) { return p.readList(f, name) })
+// list reads the after, needs, inputs or outputs field f of the job
+// called name: a list of strings or a single string. It returns false if
+// the field has a mistake.
+func (p *parser) list(f field, name string) ([]text, bool) {
+	return memo(&p.lists, f.value, func() ([]text, bool) { return p.readList(f, name) })
 }
 
-func (p *parser) readList(f field, name string) ([]text, error) {
+func (p *parser) readList(f field, name string) ([]text, bool) {
 	n := f.value
 	var elems []*yaml.Node
 	switch {
 	case isNull(n):
-		return nil, nil
+		return nil, true
 	case n.Kind == yaml.ScalarNode:
 		elems = []*yaml.Node{n}
 	case n.Kind == yaml.SequenceNode:
 		elems = n.Content
 	default:
-		return nil, p.errorf(n.Line, "%s: %s must be a list of strings, not %s", name, f.key, describe(n))
+		p.fail(n.Line, "%s: %s must be a list of strings, not %s", name, f.key, describe(n))
+		return nil, false
 	}
 	list := make([]text, 0, len(elems))
 	for _, c := range elems {
 		r := resolve(c) // c.Line: where the list names it, should it be an alias
 		if r.Kind != yaml.ScalarNode || isNull(r) {
-			return nil, p.errorf(c.Line, "%s: %s must be a list of strings, not a list of %s", name, f.key, describe(r))
+			p.fail(c.Line, "%s: %s must be a list of strings, not a list of %s", name, f.key, describe(r))
+			return nil, false
 		}
 		if r.Value == "" {
-			return nil, p.errorf(c.Line, "%s: empty string in %s", name, f.key)
+			p.fail(c.Line, "%s: empty string in %s", name, f.key)
+			return nil, false
 		}
 		list = append(list, text{r.Value, c.Line})
 	}
-	return list, nil
+	return list, true
 }
 
 // timeout reads the timeout field f of the job called name: a duration
-// as time.ParseDuration takes it, more than zero.
-func (p *parser) timeout(f field, name string) (time.Duration, error) {
+// as time.ParseDuration takes it, more than zero. It returns 0 if the
+// field has a mistake.
+func (p *parser) timeout(f field, name string) time.Duration {
 	n := f.value
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		return 0, p.errorf(n.Line, "%s: timeout must be a duration such as 90s, 2m or 1h30m, not %s", name, describe(n))
+		p.fail(n.Line, "%s: timeout must be a duration such as 90s, 2m or 1h30m, not %s", name, describe(n))
+		return 0
 	}
 	d, err := time.ParseDuration(n.Value)
 	switch {
 	case err != nil:
-		return 0, p.errorf(n.Line, "%s: timeout %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, n.Value)
+		p.fail(n.Line, "%s: timeout %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, n.Value)
+		return 0
 	case d <= 0:
-		return 0, p.errorf(n.Line, "%s: timeout %q: want a duration of more than zero", name, n.Value)
+		p.fail(n.Line, "%s: timeout %q: want a duration of more than zero", name, n.Value)
+		return 0
 	}
-	return d, nil
+	return d
 }
 
 // rangeRE matches an integer range A..B.
 var rangeRE = regexp.MustCompile(`^(-?[0-9]+)\.\.(-?[0-9]+)$`)
 
-// foreach reads the foreach field f of the job called name.
-func (p *parser) foreach(f field, name string) ([]variable, error) {
-	return memo(&p.vars, f.value, func() ([]variable, error) { return p.readForeach(f.value, name) })
+// foreach reads the foreach field f of the job called name. It returns
+// false if the field has a mistake.
+func (p *parser) foreach(f field, name string) ([]variable, bool) {
+	return memo(&p.vars, f.value, func() ([]variable, bool) { return p.readForeach(f.value, name) })
 }
 
-func (p *parser) readForeach(n *yaml.Node, name string) ([]variable, error) {
+func (p *parser) readForeach(n *yaml.Node, name string) ([]variable, bool) {
 	switch {
 	case n.Kind == yaml.SequenceNode:
-		return nil, p.errorf(n.Line, "%s: foreach must name its variables, as in foreach: {x: [a, b]}", name)
+		p.fail(n.Line, "%s: foreach must name its variables, as in foreach: {x: [a, b]}", name)
+		return nil, false
 	case n.Kind != yaml.MappingNode:
-		return nil, p.errorf(n.Line, "%s: foreach must map variable names to values, not %s", name, describe(n))
+		p.fail(n.Line, "%s: foreach must map variable names to values, not %s", name, describe(n))
+		return nil, false
 	case len(n.Content) == 0:
-		return nil, p.errorf(n.Line, "%s: foreach is empty", name)
+		p.fail(n.Line, "%s: foreach is empty", name)
+		return nil, false
 	}
-	fields, err := p.fields(n, name+": foreach")
-	if err != nil {
-		return nil, err
-	}
+	fields, ok := p.fields(n, name+": foreach")
 	vars := make([]variable, 0, len(fields))
 	total := 1
 	for _, f := range fields {
 		v := variable{name: f.key}
 		if !validVar(v.name) {
-			return nil, p.errorf(f.keyLine, "%s: foreach variable %q is not valid: start with a-z, then use a-z, 0-9 and _", name, v.name)
+			p.fail(f.keyLine, "%s: foreach variable %q is not valid: start with a-z, then use a-z, 0-9 and _", name, v.name)
+			ok = false
+			continue
 		}
 		what := fmt.Sprintf("%s: foreach variable %q", name, v.name)
-		if v.values, err = p.foreachValues(f.value, what); err != nil {
-			return nil, err
+		values, good := p.foreachValues(f.value, what)
+		if !good {
+			ok = false
+			continue
 		}
+		v.values = values
 		total *= len(v.values) // at most MaxJobs * MaxJobs: no overflow
 		if total > MaxJobs {
-			return nil, p.errorf(n.Line, "%s: foreach gives more than %d jobs", name, MaxJobs)
+			p.fail(n.Line, "%s: foreach gives more than %d jobs", name, MaxJobs)
+			return nil, false
 		}
 		vars = append(vars, v)
 	}
-	return vars, nil
+	if !ok {
+		return nil, false
+	}
+	return vars, true
 }
 
 // foreachValues reads the values of a foreach variable, called what in
-// errors.
-func (p *parser) foreachValues(n *yaml.Node, what string) ([]string, error) {
-	return memo(&p.values, n, func() ([]string, error) { return p.readValues(n, what) })
+// errors. It returns false if they have a mistake.
+func (p *parser) foreachValues(n *yaml.Node, what string) ([]string, bool) {
+	return memo(&p.values, n, func() ([]string, bool) { return p.readValues(n, what) })
 }
 
-func (p *parser) readValues(n *yaml.Node, what string) ([]string, error) {
+func (p *parser) readValues(n *yaml.Node, what string) ([]string, bool) {
 	if n.Kind == yaml.SequenceNode {
 		if len(n.Content) == 0 {
-			return nil, p.errorf(n.Line, "%s has an empty list", what)
+			p.fail(n.Line, "%s has an empty list", what)
+			return nil, false
 		}
 		if len(n.Content) > MaxJobs {
-			return nil, p.errorf(n.Line, "%s has more than %d values", what, MaxJobs)
+			p.fail(n.Line, "%s has more than %d values", what, MaxJobs)
+			return nil, false
 		}
 		vals := make([]string, len(n.Content))
 		for i, c := range n.Content {
 			r := resolve(c)
 			if r.Kind != yaml.ScalarNode || isNull(r) {
-				return nil, p.errorf(c.Line, "%s: values must be strings, not %s", what, describe(r))
+				p.fail(c.Line, "%s: values must be strings, not %s", what, describe(r))
+				return nil, false
 			}
 			vals[i] = r.Value
 		}
-		return vals, nil
+		return vals, true
 	}
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		return nil, p.errorf(n.Line, "%s: want a list or a range \"A..B\", not %s", what, describe(n))
+		p.fail(n.Line, "%s: want a list or a range \"A..B\", not %s", what, describe(n))
+		return nil, false
 	}
 	m := rangeRE.FindStringSubmatch(n.Value)
 	if m == nil {
-		return nil, p.errorf(n.Line, "%s: want a list or a range \"A..B\", not %q", what, n.Value)
+		p.fail(n.Line, "%s: want a list or a range \"A..B\", not %q", what, n.Value)
+		return nil, false
 	}
 	lo, err1 := strconv.ParseInt(m[1], 10, 64)
 	hi, err2 := strconv.ParseInt(m[2], 10, 64)
 	switch {
 	case err1 != nil || err2 != nil:
-		return nil, p.errorf(n.Line, "%s: bad range %q: number out of range", what, n.Value)
+		p.fail(n.Line, "%s: bad range %q: number out of range", what, n.Value)
+		return nil, false
 	case lo > hi:
-		return nil, p.errorf(n.Line, "%s: bad range %q: the start is greater than the end", what, n.Value)
+		p.fail(n.Line, "%s: bad range %q: the start is greater than the end", what, n.Value)
+		return nil, false
 	case uint64(hi)-uint64(lo) >= MaxJobs: // exact even when hi-lo overflows int64
-		return nil, p.errorf(n.Line, "%s: range %q has more than %d values", what, n.Value, MaxJobs)
+		p.fail(n.Line, "%s: range %q has more than %d values", what, n.Value, MaxJobs)
+		return nil, false
 	}
 	width := 0
 	if padded(m[1]) || padded(m[2]) {
@@ -571,7 +714,7 @@ func (p *parser) readValues(n *yaml.Node, what string) ([]string, error) {
 			break
 		}
 	}
-	return vals, nil
+	return vals, true
 }
 
 // padded reports whether the integer s is written with a leading zero.

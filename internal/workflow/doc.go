@@ -4,8 +4,10 @@
 //
 // [Parse] and [Load] check a whole file before anything runs and return
 // either a [Workflow] whose jobs are fully expanded and resolved, or an
+// [*Errors] that lists every mistake found (up to [MaxErrors]), each an
 // [*Error] of the form "FILE:LINE: what is wrong". This package only reads
-// files; running them is the engine's business.
+// files; running them is the business of the engine and of package
+// github.com/poolrun/poolrun/internal/execflow.
 //
 // # A workflow file
 //
@@ -50,6 +52,8 @@
 //     every job id of the file (after foreach expansion) except the job's
 //     own, and must match at least one. A plain id must exist.
 //   - needs: names of items that the job uses.
+//   - inputs: files the job reads, and outputs: files it writes; see
+//     "Inputs and outputs" below.
 //   - foreach: expands the entry into several jobs; see below.
 //   - timeout: how long the job's command may run, as a duration of Go's
 //     [time.ParseDuration] with a unit: 90s, 2m, 1h30m, 500ms. It must be
@@ -90,7 +94,8 @@
 // and '_'.
 //
 // ${name} is replaced by the variable's value in id, run, and every entry
-// of after and needs (so after: ["split-${i}"] pairs jobs one to one). The
+// of after, needs, inputs and outputs (so after: ["split-${i}"] pairs jobs
+// one to one). The
 // value is inserted as is, without shell quoting, and is not scanned again.
 // Every foreach expansion must give distinct ids. YAML gives braces a
 // meaning inside [ ] and { }: quote strings there that contain ${...}, as
@@ -106,8 +111,46 @@
 //     become an empty shell variable. Write $name, or $${name}, which reaches
 //     the shell as ${name}, for a shell variable in braces.
 //
-// In id, after and needs, every ${...} must name a variable of the entry.
-// The same rules apply to item commands, which have no variables.
+// In id, after, needs, inputs and outputs, every ${...} must name a
+// variable of the entry. The same rules apply to item commands, which have
+// no variables.
+//
+// # Inputs and outputs
+//
+// inputs and outputs take a list of strings (or a single string), each a
+// path or a pattern with *, ? and [...] as in [path/filepath.Match] (write
+// \[ for a [ in a name; unlike the shell's, * matches a leading dot too),
+// relative to the folder of the workflow file, not to the commands' working
+// folder (they are the same when poolrun runs in the workflow's folder), or
+// absolute. Duplicates are dropped; they become [Job.Inputs] and
+// [Job.Outputs].
+//
+//	jobs:
+//	  - id: clean
+//	    run: ./clean raw.csv > clean.csv
+//	    inputs: [raw.csv]
+//	    outputs: [clean.csv]
+//	  - id: plot-${k}
+//	    foreach: {k: [a, b]}
+//	    run: ./plot ${k} clean.csv > plot-${k}.png
+//	    inputs: [clean.csv]
+//	    outputs: ["plot-${k}.png"]
+//	    after: [clean]
+//
+// They make a run incremental, as make and Snakemake are (package execflow
+// does it, poolrun run's -n shows it): a job whose outputs all exist, none
+// older than its inputs or than the outputs of the jobs it runs after, and
+// whose command is the one that made them (poolrun keeps a hash of each
+// job's command in a state file beside the workflow, .FILE.poolrun-state),
+// is skipped, and the jobs after it go on as after a success; a job after
+// one that runs, runs too. A job without outputs always runs. A job that
+// fails has its outputs removed, and a command that exits 0 without
+// writing one of them fails its job.
+//
+// An output must not name the workflow's folder or one above it (".",
+// "..", "/"), and two jobs must not declare the same output path (patterns
+// are not compared). A pattern output stands for every file it matches, a
+// failed job's to remove: keep such patterns narrow.
 //
 // # Checks
 //
@@ -115,17 +158,29 @@
 // [ErrTooLarge], reading at most one byte more than the limit, so that an
 // endless file such as /dev/zero is refused at once.
 //
+// Parse reports every mistake it finds, not only the first: after one,
+// it goes on with what it can still check (a field with a mistake is left
+// out, and a job entry without a usable id with it, whose ids an after
+// entry may then not find: such unresolved after entries are not
+// reported). It stops at a YAML syntax error, or at a limit on the
+// workflow's size. It reports one mistake per line at most, so that a
+// foreach entry's mistake is reported once, not once per job, and lists
+// them by line, up to [MaxErrors]; [Errors.More] counts the others.
+//
 // Parse refuses, with the line of the offending text: YAML syntax errors; a
 // second YAML document in the file; unknown or repeated fields anywhere;
 // a job without id or run; a timeout that is not a duration of more than
 // zero; an item without run; bad ids or item names; two
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
-// none; needs naming an unknown item; a dependency cycle (naming its path,
+// none; needs naming an unknown item; a malformed pattern in inputs or
+// outputs; an output that is the workflow's folder or one above it; an
+// output path that another job declares too; a dependency cycle (naming its path,
 // a -> b -> a, where each job runs after the next); a bad foreach (not a
 // mapping, an empty list, a bad range, an unknown variable, ids repeated by
 // the expansion); a file with no jobs; more than [MaxJobs] jobs,
-// [MaxDependencies] dependencies, 256 MiB of ids and commands or a million
+// [MaxDependencies] dependencies, [MaxPaths] inputs and outputs, 256 MiB of
+// ids, commands and paths or a million
 // foreach values (a job's variables times the jobs of its entry, summed
 // over the entries) after expansion; after patterns that
 // would take more than a second or so to match (a pattern with a fixed

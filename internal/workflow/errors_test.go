@@ -71,7 +71,7 @@ jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, foreach and timeout)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach and timeout)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -505,6 +505,49 @@ jobs:
     foreach: {s: [a, b c]}
     run: x
 `, want: `wf.yaml:2: job id "s-b c" (s=b c) is not valid: use letters, digits and _-./:+=@`},
+		// Inputs and outputs.
+		{name: "inputs is a mapping", in: `
+jobs:
+  - id: a
+    run: x
+    inputs: {src: a.c}
+`, want: `wf.yaml:4: job "a": inputs must be a list of strings, not a mapping`},
+		{name: "bad input pattern", in: `
+jobs:
+  - id: a
+    run: x
+    inputs: ["data/[a"]
+`, want: `wf.yaml:4: job "a": inputs "data/[a": bad pattern (write \[ for a [ in a name)`},
+		{name: "the folder as an output", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: [out/..]
+`, want: `wf.yaml:4: job "a": outputs "out/..": the workflow's folder, or one above it, cannot be an output`},
+		{name: "a folder above as an output", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: ../..
+`, want: `wf.yaml:4: job "a": outputs "../..": the workflow's folder, or one above it, cannot be an output`},
+		{name: "two jobs with one output", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: [out/a.txt]
+  - id: b-${i}
+    foreach: {i: [a, b]}
+    run: x
+    outputs: ["out/${i}.txt"]
+`, want: `wf.yaml:8: job "b-${i}": output "out/a.txt" is also an output of job "a" (line 2)`},
+		{name: "unknown variable in outputs", in: `
+jobs:
+  - id: a-${i}
+    foreach: {i: 1..2}
+    run: x
+    outputs:
+      - out/${k}.txt
+`, want: `wf.yaml:6: job "a-${i}": outputs: unknown variable ${k} (foreach defines i)`},
 		{name: "foreach id clashes with another job", in: `
 jobs:
   - id: chunk-2

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -10,31 +12,41 @@ import (
 // job is a Job being built, with the lines that errors about it need.
 type job struct {
 	*Job
-	idLine int
-	entry  *entry
-	after  []text // substituted, not yet resolved
-	needs  []text // substituted, not yet checked
+	idLine  int
+	entry   *entry
+	after   []text // substituted, not yet resolved
+	needs   []text // substituted, not yet checked
+	outputs []text // substituted and checked, for the lines
 }
 
-// expand turns entries into jobs, in file order, refusing bad and
-// duplicate ids.
-func (p *parser) expand(entries []*entry) ([]*job, error) {
+// expand turns entries into jobs, in file order, reporting bad and
+// duplicate ids (and leaving those jobs out) and bad references. It stops
+// at a limit (p.stop).
+func (p *parser) expand(entries []*entry) []*job {
 	var jobs []*job
 	byID := make(map[string]*job)
-	deps, size := 0, 0 // after and needs entries, bytes of ids and commands
+	outputs := make(map[string]*job) // plain outputs, cleaned
+	deps, paths, size := 0, 0, 0     // after and needs entries, inputs and outputs, bytes of text
 	for _, e := range entries {
 		name := fmt.Sprintf("job %q", e.id.s)
 		count := e.count()
 		if len(jobs)+count > MaxJobs {
-			return nil, p.errorf(e.line, "%s: the workflow has more than %d jobs", name, MaxJobs)
+			p.limit(e.line, "%s: the workflow has more than %d jobs", name, MaxJobs)
+			return jobs
 		}
 		// Aliases can repeat a long list in every entry, and foreach a long
 		// command in every job: count before copying.
 		if deps += count * (len(e.after) + len(e.needs)); deps > MaxDependencies {
-			return nil, p.errorf(e.line, "%s: the workflow has more than %d dependencies", name, MaxDependencies)
+			p.limit(e.line, "%s: the workflow has more than %d dependencies", name, MaxDependencies)
+			return jobs
 		}
-		if count*(len(e.id.s)+len(e.run.s)) > maxText-size {
-			return nil, p.errorf(e.line, "%s: the workflow's ids and commands come to more than %d MiB", name, maxText>>20)
+		if paths += count * (len(e.inputs) + len(e.outputs)); paths > MaxPaths {
+			p.limit(e.line, "%s: the workflow's jobs have more than %d inputs and outputs in all", name, MaxPaths)
+			return jobs
+		}
+		if count*e.textSize() > maxText-size {
+			p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, maxText>>20)
+			return jobs
 		}
 		idx := make([]int, len(e.vars)) // odometer over the values, first variable outermost
 		for range count {
@@ -45,40 +57,81 @@ func (p *parser) expand(entries []*entry) ([]*job, error) {
 					vars[v.name] = v.values[idx[i]]
 				}
 			}
-			j, err := p.instance(e, name, vars)
-			if err != nil {
-				return nil, err
-			}
-			if first := byID[j.ID]; first != nil {
-				if first.entry == e {
-					return nil, p.errorf(e.id.line, "%s: foreach gives the id %q twice (%s and %s)",
-						name, j.ID, e.describeVars(first.Vars), e.describeVars(vars))
-				}
-				return nil, p.errorf(j.idLine, "duplicate job id %q (first at line %d)", j.ID, first.idLine)
-			}
-			if size += len(j.ID) + len(j.Run); size > maxText {
-				return nil, p.errorf(e.line, "%s: the workflow's ids and commands come to more than %d MiB", name, maxText>>20)
-			}
-			byID[j.ID] = j
-			jobs = append(jobs, j)
 			for i := len(idx) - 1; i >= 0; i-- {
 				if idx[i]++; idx[i] < len(e.vars[i].values) {
 					break
 				}
 				idx[i] = 0
 			}
+			j := p.instance(e, name, vars)
+			if j == nil {
+				continue
+			}
+			if first := byID[j.ID]; first != nil {
+				if first.entry == e {
+					p.fail(e.id.line, "%s: foreach gives the id %q twice (%s and %s)",
+						name, j.ID, e.describeVars(first.Vars), e.describeVars(vars))
+				} else {
+					p.fail(j.idLine, "duplicate job id %q (first at line %d)", j.ID, first.idLine)
+				}
+				continue
+			}
+			if size += j.textSize(); size > maxText {
+				p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, maxText>>20)
+				return jobs
+			}
+			for _, o := range j.outputs {
+				if isPattern(o.s) {
+					continue
+				}
+				key := filepath.Clean(o.s)
+				if other := outputs[key]; other != nil {
+					p.fail(o.line, "%s: output %q is also an output of job %q (line %d)", name, o.s, other.ID, other.Line)
+					continue
+				}
+				outputs[key] = j
+			}
+			byID[j.ID] = j
+			jobs = append(jobs, j)
 		}
 	}
-	return jobs, nil
+	return jobs
 }
 
-// maxText bounds the bytes of all ids and run commands after foreach
-// expansion, which can multiply a long command by MaxJobs.
+// maxText bounds the bytes of all ids, run commands, inputs and outputs
+// after foreach expansion, which can multiply a long command by MaxJobs.
 const maxText = 256 << 20
 
+// textSize is the bytes of e's id, command, inputs and outputs, about
+// what each of its jobs takes.
+func (e *entry) textSize() int {
+	n := len(e.id.s) + len(e.run.s)
+	for _, t := range e.inputs {
+		n += len(t.s)
+	}
+	for _, t := range e.outputs {
+		n += len(t.s)
+	}
+	return n
+}
+
+// textSize is the bytes of j's id, command, inputs and outputs.
+func (j *job) textSize() int {
+	n := len(j.ID) + len(j.Run)
+	for _, s := range j.Inputs {
+		n += len(s)
+	}
+	for _, s := range j.Outputs {
+		n += len(s)
+	}
+	return n
+}
+
 // instance makes the job of entry e, called name in errors, for one
-// combination of foreach values.
-func (p *parser) instance(e *entry, name string, vars map[string]string) (*job, error) {
+// combination of foreach values. It returns nil, and sets p.lost, when
+// the job's id cannot be made; a mistake elsewhere is reported and the
+// job kept without the part at fault.
+func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	j := &job{
 		Job:    &Job{Line: e.line, Vars: vars, Timeout: e.limit},
 		idLine: e.id.line,
@@ -86,44 +139,100 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) (*job, 
 	}
 	var err error
 	if j.ID, err = substitute(e.id.s, vars, false); err != nil {
-		return nil, p.refError(e.id.line, name, "id", err, e.defines())
+		p.refError(e.id.line, name, "id", err, e.defines())
+		p.lost = true
+		return nil
 	}
 	if !validID(j.ID) {
 		what := ""
 		if vars != nil {
 			what = " (" + e.describeVars(vars) + ")"
 		}
-		return nil, p.errorf(e.id.line, "job id %q%s is not valid: use letters, digits and %s", j.ID, what, idPunct)
+		p.fail(e.id.line, "job id %q%s is not valid: use letters, digits and %s", j.ID, what, idPunct)
+		p.lost = true
+		return nil
 	}
 	if j.Run, err = substitute(e.run.s, vars, true); err != nil {
-		return nil, p.refError(e.run.line, name, "run", err, e.defines())
+		p.refError(e.run.line, name, "run", err, e.defines())
 	}
-	if j.after, err = p.substituteAll(e.after, vars, e, "after"); err != nil {
-		return nil, err
-	}
-	if j.needs, err = p.substituteAll(e.needs, vars, e, "needs"); err != nil {
-		return nil, err
-	}
-	return j, nil
+	j.after = p.substituteAll(e.after, vars, e, "after")
+	j.needs = p.substituteAll(e.needs, vars, e, "needs")
+	j.Inputs, _ = p.paths(e.inputs, vars, e, "inputs")
+	j.Outputs, j.outputs = p.paths(e.outputs, vars, e, "outputs")
+	return j
 }
 
-// substituteAll substitutes vars into the after or needs entries list of e.
-func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, field string) ([]text, error) {
+// substituteAll substitutes vars into the after or needs entries list of
+// e. It reports the entries with a mistake and leaves them out.
+func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, field string) []text {
+	if list == nil {
+		return nil
+	}
+	out := make([]text, 0, len(list))
+	for _, t := range list {
+		s, err := substitute(t.s, vars, false)
+		if err != nil {
+			p.refError(t.line, fmt.Sprintf("job %q", e.id.s), field, err, e.defines())
+			continue
+		}
+		if s == "" {
+			p.fail(t.line, "job %q: %s: %q is empty after substitution", e.id.s, field, t.s)
+			continue
+		}
+		out = append(out, text{s, t.line})
+	}
+	return out
+}
+
+// paths substitutes vars into the inputs or outputs entries list of e and
+// checks them: a pattern must be valid, and an output must not name the
+// workflow's folder or one above it. It returns them without duplicates,
+// as strings and with their lines, leaving out those with a mistake.
+func (p *parser) paths(list []text, vars map[string]string, e *entry, field string) ([]string, []text) {
 	if list == nil {
 		return nil, nil
 	}
-	out := make([]text, len(list))
-	for i, t := range list {
-		s, err := substitute(t.s, vars, false)
-		if err != nil {
-			return nil, p.refError(t.line, fmt.Sprintf("job %q", e.id.s), field, err, e.defines())
-		}
-		if s == "" {
-			return nil, p.errorf(t.line, "job %q: %s: %q is empty after substitution", e.id.s, field, t.s)
-		}
-		out[i] = text{s, t.line}
+	strs := make([]string, 0, len(list))
+	texts := make([]text, 0, len(list))
+	var seen map[string]bool // only for long lists
+	if len(list) > 8 {
+		seen = make(map[string]bool, len(list))
 	}
-	return out, nil
+	for _, t := range p.substituteAll(list, vars, e, field) {
+		if _, err := filepath.Match(t.s, ""); err != nil {
+			p.fail(t.line, "job %q: %s %q: bad pattern (write \\[ for a [ in a name)", e.id.s, field, t.s)
+			continue
+		}
+		if field == "outputs" && aboveOrAt(t.s) {
+			p.fail(t.line, "job %q: outputs %q: the workflow's folder, or one above it, cannot be an output", e.id.s, t.s)
+			continue
+		}
+		if seen[t.s] || seen == nil && slices.Contains(strs, t.s) {
+			continue
+		}
+		if seen != nil {
+			seen[t.s] = true
+		}
+		strs = append(strs, t.s)
+		texts = append(texts, t)
+	}
+	return strs, texts
+}
+
+// aboveOrAt reports whether the path p, relative to the workflow's
+// folder, names that folder or one above it: ".", "..", "../..", "/" and
+// the like, which a failed job's outputs, removed, would take with them.
+func aboveOrAt(p string) bool {
+	c := filepath.Clean(p)
+	if c == "/" || c == "." {
+		return true
+	}
+	for _, part := range strings.Split(c, "/") {
+		if part != ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // defines says which variables e defines, for errors about unknown ones.
@@ -167,18 +276,19 @@ func (e *substError) Error() string {
 
 // refError reports the error of substitute in field of the job or item
 // called name; defines says which variables there are.
-func (p *parser) refError(line int, name, field string, err error, defines string) error {
+func (p *parser) refError(line int, name, field string, err error, defines string) {
 	msg := fmt.Sprintf("%s: %s: %v", name, field, err)
 	se, ok := err.(*substError)
 	if !ok || !strings.HasSuffix(se.ref, "}") {
-		return p.errorf(line, "%s", msg)
+		p.fail(line, "%s", msg)
+		return
 	}
 	msg += defines
 	if se.shell {
 		v := se.ref[2 : len(se.ref)-1]
 		msg += fmt.Sprintf("; for a shell variable write $%s or $%s", v, se.ref)
 	}
-	return p.errorf(line, "%s", msg)
+	p.fail(line, "%s", msg)
 }
 
 // substitute replaces every ${name} in s by vars[name].

@@ -10,8 +10,9 @@ import (
 // This file checks needs, resolves after, refuses cycles and orders jobs.
 
 // resolve checks the needs of jobs against items, resolves their after
-// lists and returns the jobs in dependency order.
-func (p *parser) resolve(jobs []*job, items []*Item) ([]*Job, error) {
+// lists and returns the jobs in dependency order. It reports every
+// mistake; the jobs it returns are of use only if there is none.
+func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
 	itemSet := make(map[string]bool, len(items))
 	for _, it := range items {
 		itemSet[it.Name] = true
@@ -23,7 +24,11 @@ func (p *parser) resolve(jobs []*job, items []*Item) ([]*Job, error) {
 		}
 		for _, t := range j.needs {
 			if !itemSet[t.s] {
-				return nil, p.errorf(t.line, "job %q: needs %q: no such item", j.ID, t.s)
+				// An item with a mistake of its own was reported.
+				if !p.named[t.s] && !p.itemsLost {
+					p.fail(t.line, "job %q: needs %q: no such item", j.ID, t.s)
+				}
+				continue
 			}
 			if seen[t.s] || seen == nil && slices.Contains(j.Needs, t.s) {
 				continue
@@ -35,24 +40,24 @@ func (p *parser) resolve(jobs []*job, items []*Item) ([]*Job, error) {
 		}
 	}
 
-	deps, err := p.dependencies(jobs)
-	if err != nil {
-		return nil, err
+	deps := p.dependencies(jobs)
+	if p.stop {
+		return nil
 	}
 	for i, j := range jobs {
 		for _, d := range deps[i] {
 			j.After = append(j.After, jobs[d].ID)
 		}
 	}
-	order, err := p.order(jobs, deps)
-	if err != nil {
-		return nil, err
+	order := p.order(jobs, deps)
+	if order == nil {
+		return nil
 	}
 	out := make([]*Job, len(order))
 	for i, k := range order {
 		out[i] = jobs[k].Job
 	}
-	return out, nil
+	return out
 }
 
 // isPattern reports whether an after entry is a pattern. Job ids contain
@@ -63,8 +68,9 @@ func isPattern(s string) bool {
 
 // dependencies resolves the after entries of jobs into indexes of jobs:
 // deps[i] lists, in increasing order and without duplicates, the jobs that
-// jobs[i] runs after.
-func (p *parser) dependencies(jobs []*job) ([][]int, error) {
+// jobs[i] runs after. An entry with a mistake is reported and left out;
+// it stops at a limit (p.stop).
+func (p *parser) dependencies(jobs []*job) [][]int {
 	index := make(map[string]int, len(jobs))
 	for i, j := range jobs {
 		index[j.ID] = i
@@ -75,26 +81,27 @@ func (p *parser) dependencies(jobs []*job) ([][]int, error) {
 	mark := make([]int, len(jobs)) // mark[k] == i+1: k is already in deps[i]
 	total := 0
 	for i, j := range jobs {
-		add := func(k int, t text) error {
+		add := func(k int, t text) bool {
 			if mark[k] == i+1 {
-				return nil
+				return true
 			}
 			if total++; total > MaxDependencies {
-				return p.errorf(t.line, "job %q: the workflow has more than %d dependencies", j.ID, MaxDependencies)
+				p.limit(t.line, "job %q: the workflow has more than %d dependencies", j.ID, MaxDependencies)
+				return false
 			}
 			mark[k] = i + 1
 			deps[i] = append(deps[i], k)
-			return nil
+			return true
 		}
 		var done map[string]bool // patterns already resolved for j
 		for _, t := range j.after {
 			if !isPattern(t.s) {
 				k, ok := index[t.s]
-				if !ok {
-					return nil, p.errorf(t.line, "job %q: after %q: no such job", j.ID, t.s)
-				}
-				if err := add(k, t); err != nil {
-					return nil, err
+				switch {
+				case !ok && !p.lost: // else it may be a job that could not be read
+					p.fail(t.line, "job %q: after %q: no such job", j.ID, t.s)
+				case ok && !add(k, t):
+					return deps
 				}
 				continue
 			}
@@ -106,7 +113,8 @@ func (p *parser) dependencies(jobs []*job) ([][]int, error) {
 			}
 			done[t.s] = true
 			if _, err := path.Match(t.s, ""); err != nil {
-				return nil, p.errorf(t.line, "job %q: after %q: bad pattern", j.ID, t.s)
+				p.fail(t.line, "job %q: after %q: bad pattern", j.ID, t.s)
+				continue
 			}
 			if m == nil {
 				ids := make([]string, len(jobs))
@@ -117,7 +125,8 @@ func (p *parser) dependencies(jobs []*job) ([][]int, error) {
 			}
 			matched, ok := m.match(t.s)
 			if !ok {
-				return nil, p.errorf(t.line, "job %q: after %q: the patterns of this workflow take too long to match; give them a fixed start or end, as in \"chunk-*\"", j.ID, t.s)
+				p.limit(t.line, "job %q: after %q: the patterns of this workflow take too long to match; give them a fixed start or end, as in \"chunk-*\"", j.ID, t.s)
+				return deps
 			}
 			found := false
 			for _, k := range matched {
@@ -125,23 +134,24 @@ func (p *parser) dependencies(jobs []*job) ([][]int, error) {
 					continue // a pattern never names the job that holds it
 				}
 				found = true
-				if err := add(k, t); err != nil {
-					return nil, err
+				if !add(k, t) {
+					return deps
 				}
 			}
-			if !found {
-				return nil, p.errorf(t.line, "job %q: after %q matches no job", j.ID, t.s)
+			if !found && !p.lost {
+				p.fail(t.line, "job %q: after %q matches no job", j.ID, t.s)
 			}
 		}
 		slices.Sort(deps[i])
 	}
-	return deps, nil
+	return deps
 }
 
 // order returns the job indexes in file order, except that a job is moved
 // down below every job it runs after; among the jobs whose dependencies are
-// all placed, the first in the file comes next. A cycle is an error.
-func (p *parser) order(jobs []*job, deps [][]int) ([]int, error) {
+// all placed, the first in the file comes next. It reports a cycle, and
+// returns nil then.
+func (p *parser) order(jobs []*job, deps [][]int) []int {
 	waiting := make([]int, len(jobs)) // dependencies not yet placed
 	dependents := make([][]int, len(jobs))
 	ready := &intHeap{}
@@ -165,16 +175,17 @@ func (p *parser) order(jobs []*job, deps [][]int) ([]int, error) {
 		}
 	}
 	if len(order) < len(jobs) {
-		return nil, p.cycle(jobs, deps, waiting)
+		p.cycle(jobs, deps, waiting)
+		return nil
 	}
-	return order, nil
+	return order
 }
 
 // cycle reports a dependency cycle among the jobs that order could not
 // place (waiting[i] > 0). Every such job runs after another such job, so
 // walking from one must come back to a job already seen. The cycle is
 // written from its first job in the file.
-func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) error {
+func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) {
 	start := slices.IndexFunc(waiting, func(w int) bool { return w > 0 })
 	seen := make(map[int]int) // job -> position in path
 	var walk []int
@@ -194,7 +205,7 @@ func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) error {
 		ids = append(ids, jobs[walk[(first+n)%len(walk)]].ID)
 	}
 	j := jobs[walk[first]]
-	return p.errorf(j.Line, "dependency cycle: %s", strings.Join(ids, " -> "))
+	p.fail(j.Line, "dependency cycle: %s", strings.Join(ids, " -> "))
 }
 
 // intHeap is a min-heap of ints for container/heap.

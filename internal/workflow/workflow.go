@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"time"
 )
@@ -21,6 +22,9 @@ const (
 	// as written (before duplicates are dropped) and, for after, once
 	// patterns are expanded into the jobs they match.
 	MaxDependencies = 1_000_000
+	// MaxPaths bounds the inputs and outputs entries of all jobs, as
+	// written and after foreach expansion.
+	MaxPaths = 1_000_000
 )
 
 // MaxFileSize bounds the size of a workflow file that [Load] reads, 16 MiB:
@@ -55,6 +59,15 @@ type Job struct {
 	// Needs holds the names of the items the job uses, without duplicates,
 	// in the order written. Nil if none.
 	Needs []string
+	// Inputs and Outputs hold the entry's inputs and outputs fields, with
+	// foreach values substituted and without duplicates, in the order
+	// written: paths, or patterns with *, ? and [...] as in
+	// [path/filepath.Match], relative to the folder of the workflow file
+	// unless absolute. Nil if none. This package only reads them; running
+	// the workflow decides from them which jobs to skip (see the package
+	// documentation).
+	Inputs  []string
+	Outputs []string
 	// Timeout is how long the job's command may run, from the entry's
 	// timeout field; 0 if the entry has none (no limit of the job's own).
 	// Running the workflow enforces it, not this package.
@@ -66,8 +79,9 @@ type Job struct {
 }
 
 // Parse reads a workflow from data and checks all of it: syntax, fields,
-// foreach expansion, ids, items, dependencies. file names the data in
-// errors and in [Workflow.File]. Any error is an [*Error].
+// foreach expansion, ids, items, dependencies, inputs and outputs. file
+// names the data in errors and in [Workflow.File]. Any error is an
+// [*Errors] that lists every mistake found (see there), each an [*Error].
 func Parse(file string, data []byte) (*Workflow, error) {
 	p := &parser{file: file}
 	w, err := p.parse(data)
@@ -106,6 +120,22 @@ func (w *Workflow) ItemByName(name string) *Item {
 		}
 	}
 	return nil
+}
+
+// Match returns the jobs of w whose ids match pattern, as [path.Match]
+// takes it (a plain id matches itself), in the order of w.Jobs; none if
+// no id matches. It fails only when pattern is malformed.
+func (w *Workflow) Match(pattern string) ([]*Job, error) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, fmt.Errorf("workflow: bad pattern %q: %w", pattern, err)
+	}
+	var jobs []*Job
+	for _, j := range w.Jobs {
+		if ok, _ := path.Match(pattern, j.ID); ok {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, nil
 }
 
 // EnvName returns the environment variable in which a job that needs the

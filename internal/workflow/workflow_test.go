@@ -475,7 +475,7 @@ func TestSizeLimits(t *testing.T) {
 		{
 			name: "a long command repeated by foreach",
 			in:   "jobs:\n  - id: j-${i}\n    foreach: {i: 1..100000}\n    run: echo " + strings.Repeat("x", 3000) + "\n",
-			want: `size.yaml:2: job "j-${i}": the workflow's ids and commands come to more than 256 MiB`,
+			want: `size.yaml:2: job "j-${i}": the workflow's ids, commands and paths come to more than 256 MiB`,
 		},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,137 @@
+package execflow
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// This file finds the files a job's inputs and outputs stand for: paths
+// and patterns relative to the workflow file's folder.
+
+// folder is the folder of a workflow file, against which its jobs' inputs
+// and outputs are read. (Its fields are exported for gob: a job's
+// argument carries it to the worker.)
+type folder struct {
+	Abs   string // absolute
+	Shown string // as the workflow file's name gives it, for messages: "." for "wf.yaml"
+}
+
+// folderOf returns the folder of the workflow file named file, made
+// absolute against the current folder.
+func folderOf(file string) (folder, error) {
+	shown := filepath.Dir(file)
+	abs, err := filepath.Abs(shown)
+	if err != nil {
+		return folder{}, fmt.Errorf("execflow: folder of %s: %w", file, err)
+	}
+	return folder{Abs: abs, Shown: shown}, nil
+}
+
+// path returns the absolute path that p, an input or output as written,
+// stands for.
+func (f folder) path(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(f.Abs, p)
+}
+
+// pattern returns the absolute pattern that the pattern p stands for: the
+// folder's name escaped, should it hold *, ?, [ or \.
+func (f folder) pattern(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return escapePattern(f.Abs) + string(filepath.Separator) + p
+}
+
+// showMatch returns abs, a file that p (an input or output as written)
+// stands for, as messages name it: as p is, when p is a path; relative to
+// the folder as given, when p is a relative pattern; else absolute.
+func (f folder) showMatch(p, abs string) string {
+	if !isPattern(p) {
+		return f.showAs(p)
+	}
+	if filepath.IsAbs(p) {
+		return abs
+	}
+	rel, err := filepath.Rel(f.Abs, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.Join(f.Shown, rel)
+}
+
+// showAs returns p, an input or output as written, as messages name it.
+func (f folder) showAs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(f.Shown, p)
+}
+
+// isPattern reports whether an input or output is a pattern rather than a
+// path, as package workflow tells them apart.
+func isPattern(p string) bool { return strings.ContainsAny(p, `*?[\`) }
+
+// escapePattern escapes the characters of s that filepath.Match would take
+// for a pattern.
+func escapePattern(s string) string {
+	if !isPattern(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// expand returns the absolute paths of the files and folders that exist
+// and that p, an input or output as written, stands for: p itself, or what
+// the pattern p matches, in lexical order.
+func (f folder) expand(p string) []string {
+	if !isPattern(p) {
+		abs := f.path(p)
+		if _, err := os.Lstat(abs); err != nil {
+			return nil
+		}
+		return []string{abs}
+	}
+	matches, _ := filepath.Glob(f.pattern(p)) // only a malformed pattern fails, which workflow refuses
+	return matches
+}
+
+// stamp is what identifies the content of a file as its command left it:
+// a write changes its modification time or, through a rename, its inode.
+type stamp struct {
+	mtime time.Time
+	size  int64
+	ino   uint64
+	dir   bool
+}
+
+// stampOf returns the stamp of the file or folder at abs, following
+// symbolic links; false if there is none.
+func stampOf(abs string) (stamp, bool) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return stamp{}, false
+	}
+	return stamp{mtime: fi.ModTime(), size: fi.Size(), ino: inode(fi), dir: fi.IsDir()}, true
+}
+
+// inode returns the inode number of fi, 0 where it is unknown.
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
