@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
@@ -348,7 +349,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		data = append(data, '\n')
 		if f.pool.report != "" {
-			if err := writeFileAtomic(f.pool.report, data); err != nil {
+			if err := atomicfile.Write(f.pool.report, data); err != nil {
 				return fmt.Errorf("poolrun bench: writing the report: %w", err)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/execflow"
 )
 
@@ -484,50 +484,7 @@ func writeReport(path string, r *report) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
-}
-
-// writeFileAtomic writes data to path atomically: a temporary file in the
-// same folder, created exclusively under a random name (never through a
-// symbolic link) with mode 0666 less the umask, as any Unix tool's file, and
-// renamed to path once complete. A symbolic link at path is refused,
-// neither followed nor replaced.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			err = fmt.Errorf("%s is a symbolic link: refusing to write through it or replace it", path)
-		}
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-// createTemp creates a new file in dir named prefix and random digits,
-// exclusively (an existing name, a symbolic link included, is never
-// opened: another is drawn), with mode 0666 less the umask; os.CreateTemp
-// would make it 0600 whatever the umask.
-func createTemp(dir, prefix string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if !errors.Is(err, os.ErrExist) {
-			return f, err
-		}
-	}
-	return nil, fmt.Errorf("no free name for a temporary file %s* in %s", prefix, dir)
+	return atomicfile.Write(path, append(data, '\n'))
 }
 
 // printTable prints the per-worker summary and the pool's cache figures.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/poolrun/poolrun/internal/atomicfile"
 )
 
 const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
@@ -86,7 +88,7 @@ func makePage(in, out string, stdout io.Writer) error {
 	if err := rep.render(&page, filepath.Base(in)); err != nil {
 		return fmt.Errorf("poolrun report: %s: %w", in, err)
 	}
-	if err := writeFileAtomic(out, page.Bytes()); err != nil {
+	if err := atomicfile.Write(out, page.Bytes()); err != nil {
 		return fmt.Errorf("poolrun report: writing the page: %w", err)
 	}
 	_, err = fmt.Fprintln(stdout, out)

@@ -9,10 +9,10 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/poolrun/poolrun/internal/atomicfile"
 )
 
 // This file reads and writes a workflow's state file: the command each
@@ -107,42 +107,5 @@ func writeState(path string, st *state) error {
 	if err != nil {
 		return err
 	}
-	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			err = fmt.Errorf("%s is a symbolic link: refusing to write through it or replace it", path)
-		}
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-// createTemp creates a new file in dir named prefix and random digits,
-// exclusively (an existing name, a symbolic link included, is never
-// opened: another is drawn), with mode 0666 less the umask; os.CreateTemp
-// would make it 0600 whatever the umask.
-func createTemp(dir, prefix string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-		if !errors.Is(err, os.ErrExist) {
-			return f, err
-		}
-	}
-	return nil, fmt.Errorf("no free name for a temporary file %s* in %s", prefix, dir)
+	return atomicfile.Write(path, append(data, '\n'))
 }

@@ -1,0 +1,59 @@
+// Package atomicfile writes a file whole or not at all, as poolrun writes
+// its reports and state files.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Write writes data to path atomically: into a temporary file in the same
+// folder, created exclusively under a random name (never through a
+// symbolic link) with mode 0666 less the umask, as any Unix tool's file,
+// synced and renamed to path. A symbolic link at path is refused, neither
+// followed nor replaced. On an error the temporary file is removed and
+// path is as it was.
+func Write(path string, data []byte) error {
+	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			err = fmt.Errorf("%s is a symbolic link: refusing to write through it or replace it", path)
+		}
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// createTemp creates a new file in dir named prefix and random digits,
+// exclusively (an existing name, a symbolic link included, is never
+// opened: another is drawn), with mode 0666 less the umask; os.CreateTemp
+// would make it 0600 whatever the umask.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free name for a temporary file %s* in %s", prefix, dir)
+}
