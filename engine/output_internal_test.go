@@ -36,6 +36,8 @@ func TestLineWriter(t *testing.T) {
 			writes: []string{long[:maxOutputLine], long[maxOutputLine : 2*maxOutputLine], long[2*maxOutputLine:] + "\n"}},
 		{name: "exactly the bound", in: []string{long[:maxOutputLine-1], "x", "\n"},
 			writes: []string{long[:maxOutputLine], "\n"}},
+		{name: "a long line's end with the lines after it", in: []string{long[:maxOutputLine], "xy\na\nb"},
+			writes: []string{long[:maxOutputLine], "xy\na\n", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
