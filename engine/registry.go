@@ -36,7 +36,12 @@ func lookupFunc(name string) *funcEntry {
 // A Func is a job function registered under a name, so that a worker process
 // (the same binary, re-executed) finds it by that name. A is the argument's
 // type and R the result's; both travel between processes with encoding/gob,
-// so their exported fields are what arrives.
+// so their exported fields are what arrives. A type that implements
+// encoding.BinaryMarshaler, and whose pointer implements
+// encoding.BinaryUnmarshaler, travels as the bytes of those methods
+// instead: gob describes the type with every value and compiles a decoder
+// for it each time, which a function whose jobs take a millisecond or
+// less may want to spare (BenchmarkCodec in package bench measures both).
 type Func[A, R any] struct {
 	e  *funcEntry
 	fn func(ctx context.Context, arg A) (R, error)

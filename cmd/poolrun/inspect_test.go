@@ -68,7 +68,7 @@ func TestInspectWorker(t *testing.T) {
 			worker = ws[0]
 			// The job's command, not the item's build (which ends at once).
 			if js := proctest.Children(worker); len(js) == 1 {
-				if cl, _ := os.ReadFile("/proc/" + strconv.Itoa(js[0]) + "/cmdline"); strings.Contains(string(cl), "sleep 20") {
+				if cl, _ := os.ReadFile("/proc/" + strconv.Itoa(js[0]) + "/cmdline"); strings.Contains(strings.ReplaceAll(string(cl), "\x00", " "), "sleep 20") {
 					job = js[0]
 				}
 			}

@@ -49,7 +49,8 @@ type shellOutcome struct {
 	duration time.Duration
 }
 
-// runShell runs c with /bin/sh -c in a process group of its own and returns
+// runShell runs c with /bin/sh -c (or directly, when it is made of plain
+// words: see plainWords) in a process group of its own and returns
 // when the group is gone. Its standard output and error go where
 // c.stdio says: to log files, or to the job's output (engine.JobOutput:
 // in a worker process, the worker's), tagged or not (see [Stdio]). The
@@ -88,22 +89,41 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, err
 	}
 	defer streams.close()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", c.run)
-	cmd.Dir = c.dir
-	cmd.Env = c.env
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
-	cmd.SysProcAttr = sysProcAttr()
+	stdin, err := devNull()
+	if err != nil {
+		return out, err
+	}
 	g := &group{}
-	// os/exec sets cmd.Process before it starts the goroutine that calls
-	// Cancel, which may run before spawn.Start returns.
-	cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
-	cmd.WaitDelay = KillGrace
+	command := func(name string, arg ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, arg...)
+		cmd.Dir = c.dir
+		cmd.Env = c.env
+		cmd.Stdin = stdin
+		cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
+		cmd.SysProcAttr = sysProcAttr()
+		// os/exec sets cmd.Process before it starts the goroutine that
+		// calls Cancel, which may run before spawn.Start returns.
+		cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
+		cmd.WaitDelay = KillGrace
+		return cmd
+	}
 
 	start := time.Now()
-	err = spawn.Start(cmd)
-	if err != nil {
-		return out, fmt.Errorf("starting sh: %w", err)
+	var cmd *exec.Cmd
+	if words := plainWords(c.run); words != nil {
+		if path := lookPath(words[0], envValue(c.env, "PATH")); path != "" {
+			cmd = command(path, words[1:]...)
+			cmd.Args[0] = words[0]
+			if spawn.Start(cmd) != nil {
+				cmd = nil // the shell says why
+			}
+		}
+	}
+	if cmd == nil {
+		cmd = command("/bin/sh", "-c", c.run)
+		if err := spawn.Start(cmd); err != nil {
+			return out, fmt.Errorf("starting sh: %w", err)
+		}
 	}
 	streams.started()
 	g.set(cmd.Process.Pid)
@@ -135,7 +155,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 			out.exitCode = ee.ExitCode()
 		}
 	default:
-		return out, fmt.Errorf("waiting for sh: %w", waitErr)
+		return out, fmt.Errorf("waiting for the command: %w", waitErr)
 	}
 	if writeErr != nil {
 		return out, fmt.Errorf("writing its output: %w", writeErr)

@@ -7,12 +7,17 @@ package pipecopy
 import (
 	"errors"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // bufSize is the most that one call of a Copy's function gets.
 const bufSize = 32 << 10
+
+// bufs holds the copies' buffers between copies: a copy per command of a
+// short job would otherwise allocate and clear 32 KiB each time.
+var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
 
 // MaxDrain bounds what [Copy.End] copies once its deadline has passed:
 // what the pipe holds then (a pipe holds 64 KiB by default, 1 MiB at
@@ -69,7 +74,9 @@ func (c *Copy) run() {
 	if c.last != nil {
 		defer c.last()
 	}
-	b := make([]byte, bufSize)
+	buf := bufs.Get().(*[bufSize]byte)
+	defer bufs.Put(buf)
+	b := buf[:]
 	for {
 		n, err := c.r.Read(b)
 		if n > 0 {
