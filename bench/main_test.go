@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "publisher":
 		os.Exit(rolePublisher())
+	case "poolrun":
+		os.Exit(rolePoolrun())
 	default:
 		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
 		os.Exit(2)

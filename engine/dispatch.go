@@ -21,13 +21,25 @@ const crashLoopLimit = 5
 // Dispatch: a worker is sent a job while it still has others only when all
 // of those are of functions whose jobs take less than fastJob on average,
 // and together about less than inFlightBudget, and never more than
-// maxInFlight at once. Short jobs thus stream to a worker without waiting
-// for a round trip each; long jobs go one at a time to whichever worker is
-// free, so none waits behind another's long job.
+// maxInFlight at once; or, one job ahead of the one it runs, when that
+// one's function takes less than aheadJob on average and it has not run
+// for longer than that, and the job sent ahead builds nothing (every item
+// it needs is resident in that worker, as last reported: a build sent
+// ahead would start while the window still lists the running job's items,
+// and the worker would hold both). Short jobs thus stream to a worker
+// without waiting for a round trip each, and the worker does not fall
+// idle between them (waking a Go process from idle costs more than the
+// round trip); long jobs go one at a time to whichever worker is free. A
+// worker that has nothing to do while jobs that need no cache item wait
+// behind others' takes one of them back: the parent revokes the last such
+// job waiting at the busiest worker, which hands it back unless it has
+// started it (rebalanceLocked), so that such a job does not wait behind a
+// job that turned out long.
 const (
 	fastJob        = 200 * time.Microsecond
 	inFlightBudget = time.Millisecond
 	maxInFlight    = 64
+	aheadJob       = 100 * time.Millisecond
 )
 
 // scheduler is the state of one Run. Its goroutine alone runs its methods,
@@ -277,6 +289,10 @@ func (s *scheduler) dispatchLocked() {
 			}
 		}
 		j = g.jobs[0]
+		if _, aheadOnly := s.canTakeHowLocked(pl); aheadOnly && buildsAt(j, pl) {
+			pl.waitRound = s.round // it would build ahead: not this round
+			continue
+		}
 		p.queue.popFrom(g)
 		if j.argErr != nil {
 			p.finish(j, Failed, j.argErr)
@@ -291,6 +307,8 @@ func (s *scheduler) dispatchLocked() {
 			pl.heard = later(pl.heard, now)
 		}
 		pl.inflight = append(pl.inflight, j)
+		pl.sent++
+		j.seq = pl.sent
 		pl.held.add(j.keys)
 		p.setStatus(j, Running)
 		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys, timeout: j.timeout}
@@ -302,6 +320,7 @@ func (s *scheduler) dispatchLocked() {
 		}
 		pl.tasks = append(pl.tasks, t)
 	}
+	s.rebalanceLocked()
 	// The windows list the jobs' keys as in flight on their workers before
 	// the jobs are sent, stamped with that generation: a worker that sees
 	// any generation from then on keeps what its jobs need.
@@ -317,6 +336,63 @@ func (s *scheduler) dispatchLocked() {
 			pl.tasks = pl.tasks[:0]
 		}
 	}
+}
+
+// rebalanceLocked revokes jobs that wait behind others at busy workers,
+// one for each worker that has nothing to do and no revoke on its way
+// already: the last job waiting at the busiest worker first, among those
+// that need no cache item. (Moving a job that needs items would change
+// what the workers hold: the busy worker's window would stop listing them
+// and it might evict what its next jobs need; such jobs are sent ahead
+// only where their items are resident, and wait there.) The worker hands
+// a job back unless it has started it; the job is queued again when it
+// comes back (revokedLocked) and goes, most likely, to the idle worker.
+// p.mu is held.
+func (s *scheduler) rebalanceLocked() {
+	var idle []*place
+	on := 0 // revokes on their way
+	for _, pl := range s.places {
+		if len(pl.inflight) == 0 && pl.waitRound != s.round && pl.kill == nil && s.canTakeLocked(pl) {
+			idle = append(idle, pl)
+		}
+		for _, j := range pl.inflight {
+			if j.revoking {
+				on++
+			}
+		}
+	}
+	for range idle[min(on, len(idle)):] {
+		from, last := s.busiestLocked()
+		if last == nil {
+			return
+		}
+		last.revoking = true
+		from.l.revoke(uint64(last.id), last.seq)
+	}
+}
+
+// busiestLocked returns the place with the most jobs waiting behind the
+// one its worker runs that need no item (and none of them revoked
+// already), and the last of those; or nil, nil. p.mu is held.
+func (s *scheduler) busiestLocked() (*place, *job) {
+	var from *place
+	var last *job
+	most := 0
+	for _, pl := range s.places {
+		if pl.l == nil || pl.stopping || pl.kill != nil || len(pl.inflight) < 2 {
+			continue
+		}
+		n, l := 0, (*job)(nil)
+		for _, j := range pl.inflight[1:] {
+			if !j.revoking && !j.cancelled && j.Status() == Running && len(j.keys) == 0 {
+				n, l = n+1, j
+			}
+		}
+		if n > most {
+			from, most, last = pl, n, l
+		}
+	}
+	return from, last
 }
 
 // pickLocked returns the place whose worker should take the next job, or
@@ -336,24 +412,54 @@ func (s *scheduler) pickLocked() *place {
 }
 
 func (s *scheduler) canTakeLocked(pl *place) bool {
+	ok, _ := s.canTakeHowLocked(pl)
+	return ok
+}
+
+// canTakeHowLocked reports whether pl's worker may be sent one more job,
+// and whether only one ahead of the job it runs that builds nothing (see
+// the dispatch rules above).
+func (s *scheduler) canTakeHowLocked(pl *place) (ok, aheadOnly bool) {
 	if pl.l == nil || !pl.ready || pl.stopping {
-		return false
+		return false, false
 	}
 	if len(pl.inflight) == 0 {
-		return true
+		return true, false
 	}
 	if len(pl.inflight) >= maxInFlight {
-		return false
+		return false, false
 	}
 	var queued time.Duration
+	fast := true
 	for _, j := range pl.inflight {
 		t, ok := s.fnTime[j.fn]
 		if !ok || t >= fastJob {
-			return false
+			fast = false
+			break
 		}
 		queued += t
 	}
-	return queued < inFlightBudget
+	if fast && queued < inFlightBudget {
+		return true, false
+	}
+	if len(pl.inflight) == 1 {
+		j := pl.inflight[0]
+		if t, ok := s.fnTime[j.fn]; ok && t < aheadJob && time.Since(j.runSince) < aheadJob {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// buildsAt reports whether j needs an item that pl's worker did not hold
+// at its last report.
+func buildsAt(j *job, pl *place) bool {
+	for _, k := range j.keys {
+		if _, ok := pl.resident[k]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // handleLocked takes one message from a worker. p.mu is held.
@@ -410,6 +516,11 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 		if i == 0 && len(pl.inflight) > 0 {
 			pl.inflight[0].runSince = time.Now() // the next starts
 		}
+	}
+	j.revoking = false
+	if rep.outcome == outcomeRevoked {
+		s.revokedLocked(pl, j)
+		return
 	}
 	pl.jobs++
 	if pl.served++; pl.served == 1 {
@@ -633,6 +744,28 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	if err := s.startWorker(pl); err != nil {
 		s.fatal = err
 	}
+}
+
+// revokedLocked takes back j, which the worker of pl handed back without
+// starting it (rebalanceLocked): it is queued again, where its id puts it
+// before the jobs queued after it, unless it was cancelled meanwhile.
+// p.mu is held.
+func (s *scheduler) revokedLocked(pl *place, j *job) {
+	p := s.p
+	if j.Status() != Running {
+		return // ended meanwhile (the pool was stopped)
+	}
+	if j.cancelled {
+		now := time.Now()
+		err := &CancelledError{Reason: j.cancelReason}
+		s.ended(pl, j, now, now, Cancelled, err)
+		p.finish(j, Cancelled, err)
+		return
+	}
+	j.tries--
+	j.worker = 0
+	p.setStatus(j, Queued)
+	p.queue.push(j)
 }
 
 // runEnded ends j, which was running on the worker of pl when it went,

@@ -42,6 +42,8 @@ type job struct {
 	attempts []Attempt     // its runs that ended and were retried
 	pid      int           // the process that ran its last run
 	runSince time.Time     // when its current run started, as the pool saw it
+	revoking bool          // its worker was asked to hand it back (link.revoke)
+	seq      uint64        // which of the jobs sent to its worker it is, from 1
 
 	// cancelled: Cancel was called while it ran, with reason, at
 	// cancelAt; its worker was asked to cancel it.

@@ -275,13 +275,25 @@ func (l *pipeLink) pid() int {
 // nothing else does not wait; a worker that has gone makes the write fail,
 // and its end is reported anyway.
 func (l *pipeLink) cancel(id uint64) {
+	var e enc
+	e.cancel(id)
+	l.control(e.b)
+}
+
+// revoke writes a revoke frame to the control pipe, as cancel does.
+func (l *pipeLink) revoke(id, seq uint64) {
+	var e enc
+	e.revoke(id, seq)
+	l.control(e.b)
+}
+
+// control writes frame to the control pipe, if there is one.
+func (l *pipeLink) control(frame []byte) {
 	if l.ctl == nil {
 		return
 	}
-	var e enc
-	e.cancel(id)
 	l.ctlMu.Lock()
-	l.ctl.Write(e.b)
+	l.ctl.Write(frame)
 	l.ctlMu.Unlock()
 }
 
@@ -468,7 +480,11 @@ func (l *pipeLink) wait(readErr error) error {
 // pipeWorker is a worker's side of the pipes. The serve loop reads the
 // parent's frames itself; a goroutine reads the control pipe, whose
 // cancels reach the job they are for while it runs (or mark it, if it has
-// not started). Writes (done, state, alive, bye) are serialised: state and
+// not started). A revoke of a job frame not read yet (the worker counts
+// the job frames it reads; a revoke names the frame's place) is answered
+// at once, while a job may run, and the frame skipped when it is read; a
+// revoke of a job read already does nothing: the job's reply says how it
+// ended. Writes (done, state, alive, bye) are serialised: state and
 // alive come from other goroutines than the serve loop's.
 type pipeWorker struct {
 	fr  *frameReader
@@ -481,6 +497,8 @@ type pipeWorker struct {
 		runID     uint64                  // the task that runs, or 0
 		runCancel context.CancelCauseFunc // cancels its context
 		early     map[uint64]bool         // cancels of tasks not started
+		read      uint64                  // the job frames read
+		revoked   map[uint64]bool         // job frames to skip, by place
 	}
 }
 
@@ -510,6 +528,25 @@ func (w *pipeWorker) readControl(r io.Reader) {
 		kind, d, err := fr.next()
 		if err != nil {
 			return
+		}
+		if kind == frameRevoke {
+			id, seq, err := d.revoke()
+			if err != nil {
+				return
+			}
+			w.ctl.mu.Lock()
+			handBack := seq > w.ctl.read
+			if handBack {
+				if w.ctl.revoked == nil {
+					w.ctl.revoked = map[uint64]bool{}
+				}
+				w.ctl.revoked[seq] = true
+			}
+			w.ctl.mu.Unlock()
+			if handBack && w.done(&reply{id: id, outcome: outcomeRevoked}) != nil {
+				return
+			}
+			continue
 		}
 		if kind != frameCancel {
 			continue // nothing else comes this way
@@ -551,21 +588,31 @@ func (w *pipeWorker) flush() error {
 }
 
 func (w *pipeWorker) next() (*task, bool, error) {
-	kind, d, err := w.fr.next()
-	if err != nil {
-		return nil, false, err
-	}
-	switch kind {
-	case frameJob:
-		t, err := d.task()
-		if err == nil {
-			t.cancelled = w.cancelledEarly(t.id)
+	for {
+		kind, d, err := w.fr.next()
+		if err != nil {
+			return nil, false, err
 		}
-		return t, false, err
-	case frameStop:
-		return nil, true, nil
+		switch kind {
+		case frameJob:
+			w.ctl.mu.Lock()
+			w.ctl.read++
+			skip := w.ctl.revoked[w.ctl.read]
+			delete(w.ctl.revoked, w.ctl.read)
+			w.ctl.mu.Unlock()
+			if skip {
+				continue // handed back already
+			}
+			t, err := d.task()
+			if err == nil {
+				t.cancelled = w.cancelledEarly(t.id)
+			}
+			return t, false, err
+		case frameStop:
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
 	}
-	return nil, false, fmt.Errorf("engine: protocol: unexpected frame of kind %d from the parent", kind)
 }
 
 func (w *pipeWorker) ready() bool { return w.fr.buffered() }

@@ -34,6 +34,7 @@ type place struct {
 	order      []uint64 // evictionOrder for orderRound
 	orderRound uint64
 	inflight   []*job           // sent to the worker, in order; the first runs
+	sent       uint64           // the jobs sent to its worker process
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
 	tasks      []task           // to send at the end of this dispatch round
 
@@ -100,6 +101,7 @@ func (s *scheduler) startWorker(pl *place) error {
 // attach puts the worker of l in pl. p.mu is held.
 func (s *scheduler) attach(pl *place, l link) {
 	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.saidBye, pl.served, pl.kill = l, false, false, false, false, 0, nil
+	pl.sent = 0
 	if pid := l.pid(); pid != 0 {
 		pl.pid = pid
 	}

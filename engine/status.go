@@ -10,8 +10,10 @@ const (
 	Pending Status = iota
 	// Queued: its dependencies succeeded; waiting for a worker.
 	Queued
-	// Running: sent to a worker, which runs it (or, when the job before
-	// it on that worker is a short one, is about to).
+	// Running: sent to a worker, which runs it, or will next: a job whose
+	// function takes less than 100 ms on average may be sent to a worker
+	// ahead of the one it runs, to wait there (and is taken back, Running
+	// to Queued, if another worker has nothing to do before it starts).
 	Running
 	// Succeeded: the function returned a nil error; the result is available.
 	Succeeded

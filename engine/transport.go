@@ -47,6 +47,11 @@ type link interface {
 	// cancel its context if it runs, or to skip it if it has not started.
 	// Either way the worker replies to it.
 	cancel(id uint64)
+	// revoke asks the worker to hand job id, the seq-th job sent to it
+	// (from 1), back if it has not started it: it replies to the job at
+	// once with outcomeRevoked, and skips it when it comes to it; or, if
+	// the job has started, it replies to it as it would have anyway.
+	revoke(id, seq uint64)
 }
 
 // A msg is one thing a worker said, or its end. Exactly one of hello,
@@ -134,6 +139,8 @@ const (
 	// its timeout passed, or the parent cancelled it (payload: why).
 	outcomeTimedOut
 	outcomeCancelled
+	// The job did not start: the parent took it back (link.revoke).
+	outcomeRevoked
 )
 
 // reply is a worker's report of one finished job.

@@ -17,7 +17,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 4
+	protoVersion = 5
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -27,8 +27,8 @@ const (
 	growStep = 1 << 20
 )
 
-// Frame kinds. Parent to worker: hello, job, stop, cancel. Worker to
-// parent: hello, done, state, bye, alive.
+// Frame kinds. Parent to worker: hello, job, stop, cancel, revoke. Worker
+// to parent: hello, done, state, bye, alive.
 const (
 	frameHello byte = 1 + iota
 	frameJob
@@ -38,6 +38,7 @@ const (
 	frameState
 	frameCancel
 	frameAlive
+	frameRevoke
 )
 
 // enc appends the fields of a frame to a buffer.
@@ -131,6 +132,15 @@ func (e *enc) stop() { e.end(e.begin(frameStop)) }
 func (e *enc) cancel(id uint64) {
 	at := e.begin(frameCancel)
 	e.uint(id)
+	e.end(at)
+}
+
+// revoke asks a worker to hand job id, the seq-th job frame sent to it
+// (from 1), back if it has not read that frame yet.
+func (e *enc) revoke(id, seq uint64) {
+	at := e.begin(frameRevoke)
+	e.uint(id)
+	e.uint(seq)
 	e.end(at)
 }
 
@@ -360,6 +370,12 @@ func (d *dec) task() (*task, error) {
 func (d *dec) cancel() (uint64, error) {
 	id := d.uint()
 	return id, d.err
+}
+
+func (d *dec) revoke() (id, seq uint64, err error) {
+	id = d.uint()
+	seq = d.uint()
+	return id, seq, d.err
 }
 
 func (d *dec) state() (*workerState, error) {

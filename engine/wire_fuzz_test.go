@@ -57,7 +57,7 @@ func FuzzFrames(f *testing.F) {
 				d.state()
 			case frameBye:
 				d.bye()
-			case frameCancel:
+			case frameCancel, frameRevoke:
 				d.cancel()
 			}
 			if cap(fr.buf) > len(data)+growStep {

@@ -136,7 +136,7 @@ func TestStalledWorkerAtTheEnd(t *testing.T) {
 // what the marker is for; no panic.
 func TestWorkerStartedByHand(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), engine.WorkerEnv+"=4") // the protocol version
+	cmd.Env = append(os.Environ(), engine.WorkerEnv+"=5") // the protocol version (protoVersion in engine/wire.go)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -190,6 +190,11 @@ var badFlags = []struct {
 	{"absurd foreach range", []string{"run"}, nil, "1..1000000000", `FILE:3: job "a-${i}": foreach variable "i": range "1..1000000000" has more than 100000 values`},
 	{"foreach range beyond int64", []string{"run"}, nil, "0..99999999999999999999", `FILE:3: job "a-${i}": foreach variable "i": bad range "0..99999999999999999999": number out of range`},
 	{"good flags, guarded workflow", []string{"run"}, []string{"-j", "2", "--capacity", "16777216"}, "1..100000", `FILE:5: job "a-1": after "no-such-job": no such job`},
+	{"dry run, guarded workflow", []string{"run"}, []string{"-n"}, "", `FILE:5: job "a-1": after "no-such-job": no such job`},
+	{"dag, guarded workflow", []string{"run"}, []string{"--dag"}, "", `FILE:5: job "a-1": after "no-such-job": no such job`},
+	{"force, guarded workflow", []string{"run"}, []string{"--force"}, "", `FILE:5: job "a-1": after "no-such-job": no such job`},
+	{"force a glob, guarded workflow", []string{"run"}, []string{"--force=a-*", "--retries", "3", "--timeout", "1s"}, "", `FILE:5: job "a-1": after "no-such-job": no such job`},
+	{"dry run and dag", []string{"run"}, []string{"-n", "--dag"}, "", "-n (--dry-run) and --dag"},
 }
 
 // TestBadFlags: each value out of range is refused with exit status 2 and

@@ -302,7 +302,7 @@ func (s *session) event(e engine.Event) {
 // and memory while p runs (see sampler).
 func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error) {
 	if !s.flags.quiet {
-		s.prog = newProgress(ctx, s.stderr)
+		s.prog = newProgress(ctx, s.stderr, s.flags.workers())
 	}
 	start := time.Now()
 	var smp *sampler

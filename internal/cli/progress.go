@@ -20,6 +20,10 @@ import (
 type progress struct {
 	w     io.Writer
 	start time.Time
+	// slots is how many jobs can run at once (the workers, 1 serially):
+	// the pool sends short jobs to a worker ahead of the one it runs, and
+	// counts them running, but they wait there.
+	slots int
 
 	mu   sync.Mutex
 	last engine.Event // the latest event, with its counts
@@ -61,8 +65,8 @@ func sameFile(a, b io.Writer) bool {
 	return err == nil && os.SameFile(sa, sb)
 }
 
-func newProgress(ctx context.Context, w io.Writer) *progress {
-	p := &progress{w: w, start: time.Now()}
+func newProgress(ctx context.Context, w io.Writer, slots int) *progress {
+	p := &progress{w: w, start: time.Now(), slots: max(slots, 1)}
 	if isTerminal(w) {
 		// The bar stays until stop, not until ctx ends: what is printed
 		// above it while the pool stops after an interrupt is shown, not
@@ -138,7 +142,7 @@ func (p *progress) status() string {
 	e := p.last
 	p.mu.Unlock()
 	c := e.Counts
-	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", c[engine.Running], c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
+	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], p.slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
 	if n := c[engine.Cancelled]; n > 0 {
 		s += fmt.Sprintf("  cancelled %d", n)
 	}

@@ -20,7 +20,9 @@ import (
 const runUsage = `Usage: poolrun run [flags] FILE
 
 Runs the jobs of a YAML workflow FILE on a pool of worker processes. A job
-runs a shell command (sh -c) once the jobs it comes after have succeeded.
+runs a shell command (sh -c; plain words without shell syntax, such as
+"cc -c a.c", are executed directly, as make does) once the jobs it comes
+after have succeeded.
 An item is an artefact (a file or folder) that its own command builds, once
 per worker that needs it, in that worker's private scratch folder (on a
 memory file system where there is one); a job that needs item "ref" finds

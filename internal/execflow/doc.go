@@ -16,14 +16,24 @@
 // In the worker, the job first gets every item it needs (building those the
 // worker does not hold yet, see below), then runs its command:
 //
-//   - with /bin/sh -c, in [Options.Dir], stdin from /dev/null;
+//   - with /bin/sh -c, in [Options.Dir], stdin from /dev/null; or, like
+//     make, directly (without the shell's start, which costs as much as a
+//     short command's) when it is made of plain words: letters, digits
+//     and _-./,:=+@% only, separated by blanks, its first word neither an
+//     assignment nor one of the shell's reserved words and built-ins (echo
+//     and pwd among them). The shell would only split such a command into
+//     its words and execute the first, found on the command's PATH; one
+//     that cannot be started so (not found, not executable, a script
+//     without #!) goes to /bin/sh -c after all, which says why with its
+//     exit status (127, 126);
 //   - with the worker's environment (which is poolrun's) less every
 //     variable whose name begins with [EnvPrefix] (the engine's worker
 //     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
 //     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
 //     for every item it needs ([workflow.EnvName]), plus the mark
 //     [OwnerEnv]=<pool pid>:<worker pid>, which what it starts inherits;
-//   - in a process group of its own; the shell is killed with SIGKILL if
+//   - in a process group of its own; the command (the shell, or the
+//     program executed directly) is killed with SIGKILL if
 //     the worker process dies (Linux' parent-death signal), and the pool's
 //     process then kills every process that bears the dead worker's mark
 //     ([ScratchCleanup]);
@@ -31,9 +41,14 @@
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind
 //     can hold the worker's pipes or write into its protocol;
-//   - its standard output goes to the worker's, which is poolrun's; its
-//     standard error is copied to the worker's and its last
-//     [Options.TailLines] lines are kept for the [Result] or the error.
+//   - its standard output and standard error go where [Options.Stdio]
+//     says: through the engine's job output (engine.JobOutput: in a worker
+//     process, the worker's own, which the pool's process passes on to
+//     its engine.WorkerOutput writers in whole lines), each line prefixed
+//     with the job's id when Stdio.Tag is set, or to the job's own files
+//     in Stdio.LogDir; the lines of commands that run at once interleave,
+//     each whole. The last [Options.TailLines] lines of its standard error
+//     are kept for the [Result] or the error.
 //
 // A command that exits with a non-zero status, or is killed by a signal,
 // fails its job with a [*CommandError]. A job's error reaches the pool's

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // A job's argument crosses to its worker as the bytes of its own
@@ -13,7 +14,7 @@ import (
 // The encoding is a version byte, then each field in order: strings and
 // lists as a length (uvarint) and their elements, ints as varints, bools
 // as a byte. TestArgBinary fills every field, so a field added to the
-// types and not here fails it.
+// types and not here fails it. A job's Result crosses back the same way.
 
 // argVersion is the first byte of an encoded execArg.
 const argVersion = 1
@@ -199,4 +200,34 @@ func (d *decoder) bool() bool {
 	v := d.b[0] == 1
 	d.b = d.b[1:]
 	return v
+}
+
+// resultVersion is the first byte of an encoded Result.
+const resultVersion = 1
+
+// MarshalBinary implements encoding.BinaryMarshaler, so that a job's
+// result crosses from its worker without gob (see execArg's).
+func (r Result) MarshalBinary() ([]byte, error) {
+	e := encoder{b: make([]byte, 0, 16+len(r.Stderr))}
+	e.b = append(e.b, resultVersion)
+	e.int(r.ExitCode)
+	e.str(r.Stderr)
+	e.int(int(r.Duration))
+	return e.b, nil
+}
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler.
+func (r *Result) UnmarshalBinary(data []byte) error {
+	if len(data) == 0 || data[0] != resultVersion {
+		return errors.New("execflow: job result of another version")
+	}
+	d := decoder{b: data[1:]}
+	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int())}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes too many", len(d.b))
+	}
+	if d.err != nil {
+		return fmt.Errorf("execflow: decoding a job's result: %w", d.err)
+	}
+	return nil
 }

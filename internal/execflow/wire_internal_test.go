@@ -14,7 +14,7 @@ func fill(v reflect.Value, n *int) {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(fmt.Sprintf("s%d\x00é", *n))
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		v.SetInt(int64(*n) * -1000003)
 	case reflect.Bool:
 		v.SetBool(true)
@@ -137,6 +137,29 @@ func TestPlainWords(t *testing.T) {
 	} {
 		if got := strings.Join(plainWords(run), "|"); got != want {
 			t.Errorf("plainWords(%q) = %q, want %q", run, got, want)
+		}
+	}
+}
+
+// TestResultBinary: a Result with every field set, and the zero Result,
+// come back whole; a cut encoding is refused.
+func TestResultBinary(t *testing.T) {
+	var full Result
+	n := 0
+	fill(reflect.ValueOf(&full).Elem(), &n)
+	for _, r := range []Result{full, {}} {
+		data, err := r.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Result
+		if err := got.UnmarshalBinary(data); err != nil || got != r {
+			t.Errorf("round trip: %+v, %v; want %+v", got, err, r)
+		}
+		for i := range len(data) {
+			if got.UnmarshalBinary(data[:i]) == nil {
+				t.Errorf("%d of %d bytes decoded without an error", i, len(data))
+			}
 		}
 	}
 }
