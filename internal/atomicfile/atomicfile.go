@@ -17,8 +17,12 @@ import (
 // synced and renamed to path. A symbolic link at path is refused, neither
 // followed nor replaced. On an error the temporary file is removed and
 // path is as it was.
-func Write(path string, data []byte) error {
-	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+func Write(path string, data []byte) error { return WriteMode(path, data, 0o666) }
+
+// WriteMode is Write with the file's mode perm less the umask, rather than
+// 0666 less the umask: 0600 for a file that only its owner may read.
+func WriteMode(path string, data []byte, perm os.FileMode) error {
+	f, err := createTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-", perm)
 	if err != nil {
 		return err
 	}
@@ -45,12 +49,12 @@ func Write(path string, data []byte) error {
 
 // createTemp creates a new file in dir named prefix and random digits,
 // exclusively (an existing name, a symbolic link included, is never
-// opened: another is drawn), with mode 0666 less the umask; os.CreateTemp
+// opened: another is drawn), with mode perm less the umask; os.CreateTemp
 // would make it 0600 whatever the umask.
-func createTemp(dir, prefix string) (*os.File, error) {
+func createTemp(dir, prefix string, perm os.FileMode) (*os.File, error) {
 	for range 100 {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if !errors.Is(err, os.ErrExist) {
 			return f, err
 		}

@@ -1,0 +1,75 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/poolrun/poolrun/internal/atomicfile"
+)
+
+// Join is what a worker needs to join a pool: the content of a join file.
+type Join struct {
+	// URL is the pool's NATS server, nats://host:port.
+	URL string `json:"url"`
+	// Token is the pool's credential: a client without it is refused.
+	Token string `json:"token"`
+	// Protocol is the engine's protocol version of the pool's build.
+	Protocol int `json:"protocol"`
+	// Build fingerprints the pool's build (its registered functions and
+	// protocol version): a worker of another build is refused.
+	Build string `json:"build,omitempty"`
+}
+
+// maxJoinFile bounds the size of a join file that ReadJoinFile reads.
+const maxJoinFile = 64 << 10
+
+// WriteJoinFile writes j to path atomically (a temporary file in the same
+// folder, renamed), with mode 0600: the file holds the pool's credential.
+func WriteJoinFile(path string, j Join) error {
+	data, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteMode(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("cluster: join file: %w", err)
+	}
+	return nil
+}
+
+// ReadJoinFile reads the join file at path.
+func ReadJoinFile(path string) (Join, error) {
+	var j Join
+	f, err := os.Open(path)
+	if err != nil {
+		return j, fmt.Errorf("cluster: join file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJoinFile+1))
+	if err != nil {
+		return j, fmt.Errorf("cluster: join file %s: %w", path, err)
+	}
+	if len(data) > maxJoinFile {
+		return j, fmt.Errorf("cluster: join file %s: larger than %d bytes: not a join file", path, maxJoinFile)
+	}
+	dec := json.NewDecoder(bytesReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return j, fmt.Errorf("cluster: join file %s: byte %d: %w", path, se.Offset, err)
+		}
+		return j, fmt.Errorf("cluster: join file %s: %w", path, err)
+	}
+	switch {
+	case j.URL == "":
+		return j, fmt.Errorf("cluster: join file %s: no url", path)
+	case j.Token == "":
+		return j, fmt.Errorf("cluster: join file %s: no token", path)
+	case j.Protocol <= 0:
+		return j, fmt.Errorf("cluster: join file %s: no protocol version", path)
+	}
+	return j, nil
+}

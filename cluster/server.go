@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyTimeout bounds the wait for the embedded server to accept clients.
+const readyTimeout = 10 * time.Second
+
+// A Server is a pool's NATS server, running in this process.
+type Server struct {
+	ns    *server.Server
+	token string
+	store string // JetStream's private folder, removed by Close
+	url   string
+}
+
+// Start starts a NATS server with JetStream in this process, listening on
+// addr (host:port; port 0 picks a free one; "" is 127.0.0.1:0), with a new
+// random token that every client must present. JetStream keeps its state
+// in memory; its folder is a private one on a memory file system where
+// there is one ($TMPDIR otherwise), removed by Close.
+func Start(addr string) (*Server, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("cluster: listen address %q: bad port %q", addr, portText)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	store, err := os.MkdirTemp(memoryFolder(), "poolrun-nats-")
+	if err != nil {
+		return nil, fmt.Errorf("cluster: JetStream folder: %w", err)
+	}
+	opts := &server.Options{}
+	// A file store of 0 bytes, said in the configuration's own words (the
+	// field alone reads 0 as "as much as the disk has"): streams live in
+	// memory only.
+	if err := opts.ProcessConfigString("jetstream { max_file_store: 0 }"); err != nil {
+		os.RemoveAll(store)
+		return nil, fmt.Errorf("cluster: server configuration: %w", err)
+	}
+	opts.Host, opts.Port = host, port
+	opts.Authorization = token
+	opts.JetStream = true
+	opts.JetStreamMaxMemory = 256 << 20
+	opts.StoreDir = store
+	opts.NoSigs, opts.NoLog = true, true
+	opts.MaxPayload = 8 << 20
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		os.RemoveAll(store)
+		return nil, fmt.Errorf("cluster: starting the server: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(readyTimeout) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		os.RemoveAll(store)
+		return nil, fmt.Errorf("cluster: the server on %s did not accept clients within %v", addr, readyTimeout)
+	}
+	s := &Server{ns: ns, token: token, store: store}
+	a, ok := ns.Addr().(*net.TCPAddr)
+	if !ok {
+		s.Close()
+		return nil, errors.New("cluster: the server has no TCP address")
+	}
+	s.url = "nats://" + net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
+	return s, nil
+}
+
+// URL returns the address clients connect to, nats://host:port.
+func (s *Server) URL() string { return s.url }
+
+// Join returns the join file's content for this server.
+func (s *Server) Join(protocol int, build string) Join {
+	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build}
+}
+
+// Close stops the server, closes its port and removes its JetStream
+// folder.
+func (s *Server) Close() error {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+	return os.RemoveAll(s.store)
+}
+
+// newToken returns 32 random bytes in hexadecimal.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("cluster: token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// memoryFolder returns /dev/shm where it is a folder, else os.TempDir().
+func memoryFolder() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return filepath.Clean(os.TempDir())
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

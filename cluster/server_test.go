@@ -1,0 +1,141 @@
+package cluster_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/poolrun/poolrun/cluster"
+)
+
+// TestServer: a client with the pool's token connects and messages pass;
+// one without it, or with another, is refused; after Close the port is
+// closed and JetStream's folder is gone.
+func TestServer(t *testing.T) {
+	s, err := cluster.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			s.Close()
+		}
+	}()
+	if !strings.HasPrefix(s.URL(), "nats://127.0.0.1:") {
+		t.Errorf("URL %q, want nats://127.0.0.1:PORT", s.URL())
+	}
+	j := s.Join(5, "build")
+
+	nc, err := nats.Connect(j.URL, nats.Token(j.Token))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	sub, err := nc.SubscribeSync("poolrun.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish("poolrun.test", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.NextMsg(5 * time.Second); err != nil || string(m.Data) != "hello" {
+		t.Fatalf("message: %v, %v", m, err)
+	}
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(&nats.KeyValueConfig{Bucket: "window", Storage: nats.MemoryStorage})
+	if err != nil {
+		t.Fatalf("a key-value bucket in memory: %v", err)
+	}
+	if _, err := kv.Put("required", []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(&nats.KeyValueConfig{Bucket: "disk", Storage: nats.FileStorage}); err == nil {
+		t.Error("a bucket on disk was created: JetStream may write to disk")
+	}
+	nc.Close()
+
+	for name, opts := range map[string][]nats.Option{
+		"no token":      nil,
+		"another token": {nats.Token(strings.Repeat("0", 64))},
+	} {
+		if nc, err := nats.Connect(j.URL, append(opts, nats.MaxReconnects(0))...); err == nil {
+			nc.Close()
+			t.Errorf("%s: connected", name)
+		} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Errorf("%s: %v, want an authorization error", name, err)
+		}
+	}
+
+	stores, _ := filepath.Glob("/dev/shm/poolrun-nats-*")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(j.URL, "nats://"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the port of %s is still open after Close", j.URL)
+	}
+	for _, d := range stores {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s is still there after Close", d)
+		}
+	}
+}
+
+// TestStartBadAddress: a listen address that is not host:port, or whose
+// port is not one, is refused with a message that names it.
+func TestStartBadAddress(t *testing.T) {
+	for _, addr := range []string{"localhost", "127.0.0.1:http", "127.0.0.1:70000"} {
+		if s, err := cluster.Start(addr); err == nil {
+			s.Close()
+			t.Errorf("Start(%q) succeeded", addr)
+		} else if !strings.Contains(err.Error(), addr) {
+			t.Errorf("Start(%q): %v, want the address named", addr, err)
+		}
+	}
+}
+
+// TestJoinFile: a join file is written with mode 0600 and read back; a
+// file that is not a join file is refused with a message naming it.
+func TestJoinFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.join")
+	want := cluster.Join{URL: "nats://127.0.0.1:4222", Token: "t0k", Protocol: 5, Build: "b"}
+	if err := cluster.WriteJoinFile(path, want); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600: the file holds the pool's credential", fi.Mode().Perm())
+	}
+	if got, err := cluster.ReadJoinFile(path); err != nil || got != want {
+		t.Errorf("read back %+v, %v; want %+v", got, err, want)
+	}
+	for name, text := range map[string]string{
+		"not json":      "url = x\n",
+		"unknown field": `{"url":"nats://x:1","token":"t","protocol":5,"colour":"red"}`,
+		"no token":      `{"url":"nats://x:1","protocol":5}`,
+		"no url":        `{"token":"t","protocol":5}`,
+		"no protocol":   `{"url":"nats://x:1","token":"t"}`,
+		"huge":          strings.Repeat(" ", 70<<10),
+	} {
+		bad := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(bad, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.ReadJoinFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, bad)
+		}
+	}
+}
