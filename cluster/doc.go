@@ -18,4 +18,21 @@
 //     [WriteJoinFile] writes it atomically, mode 0600 (it holds the pool's
 //     credential: only its owner may read it); [ReadJoinFile] reads it and
 //     says what is wrong with it, and where.
+//
+// # Next
+//
+// The engine's seam (engine/transport.go: transport, link, msg) is
+// unexported, and should stay so. The plan: the engine exports two small
+// hooks around what the pipe transport already does, since its frames
+// (engine/PROTOCOL.md) need only a byte stream each way and a control
+// stream: on the parent's side, a way to admit a worker that joined over
+// such streams (a place added while the pool runs, as
+// TestWorkersJoinAndLeave does), and on the worker's side, a serve loop
+// over them; plus an exported window interface (generation, snapshot, wait
+// for a generation) for a window the engine does not make. This package
+// then carries each stream on NATS subjects addressed to one worker
+// (chunked under the payload limit), keeps the window in one JetStream
+// key-value entry (sorted keys and the overflow flag; its revision is the
+// generation), and watches connections for deaths (3 s) and the parent
+// for its own (5 s).
 package cluster
