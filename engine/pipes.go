@@ -220,7 +220,10 @@ type pipeLink struct {
 	params workerParams   // the pool's, sent in the handshake; the answer must echo them
 	ctlMu  sync.Mutex
 
-	cmd *exec.Cmd // nil in serial mode
+	cmd *exec.Cmd // nil in serial mode and for a remote worker
+	// remote: a worker the pool did not start (Admit), reached through
+	// streams only: it cannot be killed, only left.
+	remote bool
 	// The worker process's stdout and stderr, passed on; the stderr
 	// copy keeps its tail.
 	stdout, stderr *outputCopy
@@ -305,6 +308,21 @@ func (l *pipeLink) stop() {
 }
 
 func (l *pipeLink) terminate(grace time.Duration) {
+	if l.remote {
+		// Its streams close (at once, or after grace): the worker sees
+		// them end and goes; the link reports it gone when the replies
+		// end.
+		leave := func() {
+			l.close()
+			l.r.Close()
+		}
+		if grace <= 0 {
+			leave()
+		} else {
+			time.AfterFunc(grace, leave)
+		}
+		return
+	}
 	if l.cmd == nil {
 		// A goroutine cannot be killed: its context is cancelled, and if
 		// its job has not returned after grace, the link gives up on it
@@ -440,6 +458,12 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 
 // wait waits for the worker's end and describes it.
 func (l *pipeLink) wait(readErr error) error {
+	if l.remote {
+		if readErr == nil || readErr == io.EOF {
+			return errors.New("its connection ended")
+		}
+		return fmt.Errorf("its connection ended: %w", readErr)
+	}
 	if l.cmd == nil {
 		select {
 		case err := <-l.served:

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/shm"
+)
+
+// Workers the pool did not start: a transport across hosts (package
+// cluster) carries the pipe transport's frames (PROTOCOL.md) over streams
+// of its own, admits each worker that joins with [Pool.Admit], and has the
+// worker serve with [Serve]; the window is one of its own too.
+
+// A WindowPublisher is the pool's side of a window that the engine does not
+// make, for one admitted worker.
+type WindowPublisher interface {
+	// Publish replaces the set of required keys and reports whether it
+	// holds more keys than the window has room for (the window then says
+	// "keep everything").
+	Publish(keys []uint64) (over bool)
+	// Gen is the window's generation, which grows with every Publish that
+	// changes the set: a job sent with generation g must not run on an
+	// older view of the window.
+	Gen() uint64
+	// Publishes counts the publishes that changed the set.
+	Publishes() uint64
+	// Close releases the window; Gen and Publishes keep their last
+	// figures.
+	Close()
+}
+
+// A WindowReader is a worker's side of a window that the engine does not
+// make.
+type WindowReader interface {
+	// Gen returns the generation the worker can see now.
+	Gen() uint64
+	// Snapshot copies the set (into dst's room) with its generation.
+	Snapshot(dst []uint64) (shm.Snapshot, error)
+	// WaitGen waits until the generation is at least gen or deadline has
+	// passed, and reports whether it got there. On false the worker keeps
+	// every item: it cannot tell which are still needed.
+	WaitGen(gen uint64, deadline time.Time) bool
+	// WaitChange sleeps until the generation differs from after or
+	// deadline has passed, and returns the generation.
+	WaitChange(after uint64, deadline time.Time) uint64
+}
+
+// A RemoteWorker is a worker the pool did not start, as its transport
+// hands it to [Pool.Admit]: the streams of the pipe protocol, and the
+// window it reads.
+type RemoteWorker struct {
+	Jobs    io.WriteCloser // frames to the worker
+	Control io.WriteCloser // cancels and revokes to the worker
+	Replies io.ReadCloser  // frames from the worker
+	Window  WindowPublisher
+}
+
+// Admit adds w to the running pool: the pool sends it the handshake, and
+// once the worker answers it has a place of its own and gets jobs like any
+// other. When its streams end, its running job is Aborted (or run again,
+// see [Retries]) and its place is removed; it is not replaced. Admit fails
+// when the pool is not running.
+func (p *Pool) Admit(w RemoteWorker) error {
+	if w.Jobs == nil || w.Control == nil || w.Replies == nil || w.Window == nil {
+		return errors.New("engine: Admit: a remote worker needs its three streams and its window")
+	}
+	p.mu.Lock()
+	s, running := p.sched, p.state == PoolRunning
+	p.mu.Unlock()
+	if s == nil || !running {
+		return errors.New("engine: Admit: the pool is not running")
+	}
+	l := newPipeLink(w.Jobs, w.Replies, p.cfg.workerParams())
+	l.ctl = w.Control
+	l.remote = true
+	l.joinWin = remotePublisher{w.Window}
+	l.begin(0, s.msgs)
+	return nil
+}
+
+// remotePublisher is a WindowPublisher as the scheduler's publisher.
+type remotePublisher struct{ w WindowPublisher }
+
+func (r remotePublisher) publish(keys []uint64) bool { return r.w.Publish(keys) }
+func (r remotePublisher) gen() uint64                { return r.w.Gen() }
+func (r remotePublisher) publishes() uint64          { return r.w.Publishes() }
+func (r remotePublisher) close() publisher {
+	c := closedWindow{r.w.Gen(), r.w.Publishes()}
+	r.w.Close()
+	return c
+}
+
+// Serve serves a pool as a worker it did not start: the pipe protocol's
+// handshake on jobs and replies, then every job the pool sends, until the
+// pool says stop (the cache is cleared, its cleanups run) or the jobs
+// stream ends, or ctx ends. Cancels and revokes come on control; win is
+// the window the pool publishes for this worker. The jobs run with this
+// process's default cache (cachepool.Default).
+func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader) error {
+	wc, params, err := acceptPipe(jobs, replies, control)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, wc, win, cachepool.Default(), params, true, new(atomic.Bool))
+}

@@ -1,0 +1,99 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/shm"
+)
+
+var remoteSquare = engine.Register("engine_test.remote.square", func(ctx context.Context, x int) (int, error) {
+	time.Sleep(time.Millisecond)
+	return x * x, nil
+})
+
+// shmPublisher and shmReader are a window of this host's shared memory as
+// a transport would hand it to Admit and Serve.
+type shmPublisher struct{ w *shm.Window }
+
+func (p shmPublisher) Publish(keys []uint64) bool {
+	_, err := p.w.Publish(keys)
+	return errors.Is(err, shm.ErrOverflow)
+}
+func (p shmPublisher) Gen() uint64       { return p.w.Gen() }
+func (p shmPublisher) Publishes() uint64 { return p.w.Publishes() }
+func (p shmPublisher) Close()            { p.w.Close() }
+
+type shmReader struct{ *shm.Window }
+
+func (r shmReader) WaitGen(gen uint64, deadline time.Time) bool {
+	_, err := r.Window.WaitGen(gen, deadline)
+	return err == nil
+}
+
+func (r shmReader) WaitChange(after uint64, deadline time.Time) uint64 {
+	if g, _ := r.Window.WaitGen(after+1, deadline); g != 0 {
+		return g
+	}
+	return r.Gen()
+}
+
+// TestAdmit: a worker the pool did not start, served over streams of its
+// own (in-process pipes here, as a transport across hosts would carry
+// them), joins a running serial pool, takes jobs, and leaves when the pool
+// ends; every result is right.
+func TestAdmit(t *testing.T) {
+	win, err := shm.Create(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsR, jobsW := io.Pipe()
+	repR, repW := io.Pipe()
+	ctlR, ctlW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		repW.Close()
+		served <- err
+	}()
+
+	p := engine.New(engine.Workers(0))
+	var jobs []*engine.Job[int]
+	for i := range 200 {
+		jobs = append(jobs, engine.Queue(p, remoteSquare, i))
+	}
+	if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err == nil {
+		t.Error("Admit before Run succeeded")
+	}
+	p.Go(func(ctx context.Context) error {
+		return p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}})
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range jobs {
+		if v, err := j.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	st := p.Stats()
+	if len(st.Workers) != 2 {
+		t.Fatalf("%d workers in the stats, want 2 (serial, and the admitted one)", len(st.Workers))
+	}
+	if n := st.Workers[1].Jobs; n == 0 {
+		t.Error("the admitted worker ran no job")
+	}
+	t.Logf("serial worker: %d jobs, admitted worker: %d jobs", st.Workers[0].Jobs, st.Workers[1].Jobs)
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the pool ended")
+	}
+}
