@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -27,6 +28,7 @@ const (
 type Option func(*config)
 
 type config struct {
+	joiners      []func(ctx context.Context, p *Pool)
 	workers      int
 	failFast     bool
 	capacity     int

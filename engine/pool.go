@@ -195,7 +195,14 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	s := newScheduler(p, tr, msgs)
 	err := s.start(n)
 	if err == nil {
+		joinCtx, stopJoiners := context.WithCancel(ctx)
+		var joiners sync.WaitGroup
+		for _, f := range p.cfg.joiners {
+			joiners.Go(func() { f(joinCtx, p) })
+		}
 		err = s.loop(ctx, stopSchedulers)
+		stopJoiners()
+		joiners.Wait()
 	}
 	s.shutdown(err)
 	// Schedulers were told to stop with Run's context; wait for them.

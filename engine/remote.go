@@ -3,9 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/shm"
@@ -15,6 +20,15 @@ import (
 // cluster) carries the pipe transport's frames (PROTOCOL.md) over streams
 // of its own, admits each worker that joins with [Pool.Admit], and has the
 // worker serve with [Serve]; the window is one of its own too.
+
+// Joiner runs f while the pool runs, in a goroutine of its own, once the
+// pool's own workers have been started, with a context that ends when the
+// pool stops taking jobs (before its workers are told to stop): a
+// transport that admits workers joining from elsewhere listens in f, and
+// calls [Pool.Admit] for each. Run waits for f to return.
+func Joiner(f func(ctx context.Context, p *Pool)) Option {
+	return func(c *config) { c.joiners = append(c.joiners, f) }
+}
 
 // A WindowPublisher is the pool's side of a window that the engine does not
 // make, for one admitted worker.
@@ -107,4 +121,29 @@ func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Re
 		return err
 	}
 	return serve(ctx, wc, win, cachepool.Default(), params, true, new(atomic.Bool))
+}
+
+// ProtocolVersion is the version of the protocol between a pool and its
+// workers (PROTOCOL.md) that this build speaks.
+const ProtocolVersion = protoVersion
+
+// Fingerprint identifies this build as a pool's workers must match it: a
+// hash of the protocol version and the names of the registered functions,
+// in hexadecimal. A worker of another build would not find a job's
+// function, or would read its frames otherwise.
+func Fingerprint() string {
+	registry.RLock()
+	names := make([]string, 0, len(registry.funcs))
+	for name := range registry.funcs {
+		names = append(names, name)
+	}
+	registry.RUnlock()
+	slices.Sort(names)
+	h := xxhash.New()
+	fmt.Fprintf(h, "poolrun protocol %d\n", protoVersion)
+	for _, n := range names {
+		h.WriteString(n)
+		h.WriteString("\n")
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
 }

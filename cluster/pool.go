@@ -1,0 +1,259 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// Subjects. A worker of id ID reads its jobs on poolrun.w.ID.jobs and its
+// cancels and revokes on poolrun.w.ID.ctl, writes its replies on
+// poolrun.w.ID.rep and its pings on poolrun.w.ID.ping; it asks to join on
+// poolrun.join. Its window is the entry ID of the bucket poolrun-window.
+const (
+	joinSubject = "poolrun.join"
+	bucketName  = "poolrun-window"
+)
+
+func workerSubject(id, what string) string { return "poolrun.w." + id + "." + what }
+
+// Timing of the liveness pings: a worker pings every pingEvery; the pool
+// gives a worker up when it has not heard one for silentFor.
+const (
+	pingEvery = 500 * time.Millisecond
+	silentFor = 3 * time.Second
+)
+
+// joinRequest is what a worker says when it asks to join.
+type joinRequest struct {
+	ID       string `json:"id"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	Protocol int    `json:"protocol"`
+	Build    string `json:"build"`
+}
+
+// joinAnswer is the pool's answer: "" to go on, else why not.
+type joinAnswer struct {
+	Refused string `json:"refused,omitempty"`
+}
+
+// A Listener is a pool's side of the cluster: its server, its join file,
+// and (through [Listener.Option]) the admission of the workers that join.
+type Listener struct {
+	srv      *Server
+	nc       *nats.Conn // the pool's connection: every worker's streams
+	kv       nats.KeyValue
+	joinFile string
+	capacity int
+}
+
+// Listen starts the pool's server on addr (see [Start]) and writes the
+// join file at joinFile. Pass l.Option() to engine.New, and Close l after
+// Run has returned.
+func Listen(addr, joinFile string, capacity int) (*Listener, error) {
+	srv, err := Start(addr)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(srv.URL(), nats.Token(srv.token), nats.Name("poolrun pool"))
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
+	}
+	var kv nats.KeyValue
+	js, err := nc.JetStream()
+	if err == nil {
+		kv, err = js.CreateKeyValue(&nats.KeyValueConfig{Bucket: bucketName, Storage: nats.MemoryStorage, History: 1})
+	}
+	if err == nil {
+		err = WriteJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint()))
+	}
+	if err != nil {
+		nc.Close()
+		srv.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &Listener{srv: srv, nc: nc, kv: kv, joinFile: joinFile, capacity: capacity}, nil
+}
+
+// Close stops the server and removes the join file.
+func (l *Listener) Close() error {
+	l.nc.Close()
+	err := l.srv.Close()
+	if rerr := os.Remove(l.joinFile); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
+	return err
+}
+
+// Option admits, while the pool runs, every worker that asks to join and
+// is of this build.
+func (l *Listener) Option() engine.Option {
+	return engine.Joiner(l.admit)
+}
+
+// admit answers join requests until ctx ends.
+func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
+	nc, kv := l.nc, l.kv
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sub, err := nc.Subscribe(joinSubject, func(m *nats.Msg) {
+		var req joinRequest
+		answer := func(a joinAnswer) {
+			b, _ := json.Marshal(a)
+			m.Respond(b)
+		}
+		if err := json.Unmarshal(m.Data, &req); err != nil || req.ID == "" {
+			answer(joinAnswer{Refused: "not a join request"})
+			return
+		}
+		if req.Protocol != engine.ProtocolVersion || req.Build != engine.Fingerprint() {
+			answer(joinAnswer{Refused: fmt.Sprintf("the pool's build is %s (protocol %d), the worker's %s (protocol %d): start the same program",
+				engine.Fingerprint(), engine.ProtocolVersion, req.Build, req.Protocol)})
+			return
+		}
+		rep, err := newStreamReader(nc, workerSubject(req.ID, "rep"))
+		if err != nil {
+			answer(joinAnswer{Refused: err.Error()})
+			return
+		}
+		w := engine.RemoteWorker{
+			Jobs:    newStreamWriter(nc, workerSubject(req.ID, "jobs")),
+			Control: newStreamWriter(nc, workerSubject(req.ID, "ctl")),
+			Replies: rep,
+			Window:  newKVPublisher(kv, req.ID, l.capacity),
+		}
+		// The worker subscribed before asking; the answer goes before
+		// the handshake, which it then reads.
+		answer(joinAnswer{})
+		nc.Flush()
+		if err := p.Admit(w); err != nil {
+			rep.Close()
+			return
+		}
+		wg.Go(func() { watchPings(ctx, nc, req.ID, rep) })
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "poolrun: cluster:", err)
+		return
+	}
+	<-ctx.Done()
+	sub.Unsubscribe()
+}
+
+// watchPings ends the replies of worker id (so that the pool takes it for
+// gone) when its pings stop for silentFor, or ctx ends.
+func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader) {
+	heard := make(chan struct{}, 1)
+	sub, err := nc.Subscribe(workerSubject(id, "ping"), func(*nats.Msg) {
+		select {
+		case heard <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		rep.Close()
+		return
+	}
+	defer sub.Unsubscribe()
+	t := time.NewTimer(silentFor)
+	defer t.Stop()
+	for {
+		select {
+		case <-heard:
+			t.Reset(silentFor)
+		case <-t.C:
+			rep.Close()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Work joins the pool of joinFile as one worker and serves it until the
+// pool stops it, the connection ends, or ctx ends. The program must be
+// the pool's (the same registered functions, the same protocol).
+func Work(ctx context.Context, joinFile string) error {
+	j, err := ReadJoinFile(joinFile)
+	if err != nil {
+		return err
+	}
+	lost := make(chan struct{})
+	var lostOnce sync.Once
+	nc, err := nats.Connect(j.URL, nats.Token(j.Token), nats.Name("poolrun worker"), nats.MaxReconnects(0),
+		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(lost) }) }))
+	if err != nil {
+		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
+	}
+	defer nc.Close()
+	id := nuid.Next()
+	jobs, err := newStreamReader(nc, workerSubject(id, "jobs"))
+	if err != nil {
+		return err
+	}
+	defer jobs.Close()
+	ctl, err := newStreamReader(nc, workerSubject(id, "ctl"))
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
+	m, err := nc.Request(joinSubject, req, 10*time.Second)
+	if err != nil {
+		return fmt.Errorf("cluster: asking %s to join: %w", j.URL, err)
+	}
+	var a joinAnswer
+	if err := json.Unmarshal(m.Data, &a); err != nil {
+		return fmt.Errorf("cluster: the pool's answer: %w", err)
+	}
+	if a.Refused != "" {
+		return fmt.Errorf("cluster: the pool refused this worker: %s", a.Refused)
+	}
+	kv, err := js.KeyValue(bucketName)
+	if err != nil {
+		return fmt.Errorf("cluster: the window: %w", err)
+	}
+	win, err := newKVReader(kv, id)
+	if err != nil {
+		return err
+	}
+	defer win.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(pingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				nc.Publish(workerSubject(id, "ping"), nil)
+			case <-lost:
+				cancel()
+				jobs.Close() // the pool is gone: stop waiting for jobs
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	rep := newStreamWriter(nc, workerSubject(id, "rep"))
+	err = engine.Serve(ctx, jobs, rep, ctl, win)
+	rep.Close()
+	return err
+}

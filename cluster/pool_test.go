@@ -1,0 +1,108 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// envJoin makes the test binary a remote worker of the pool whose join
+// file it names.
+const envJoin = "POOLRUN_TEST_JOIN"
+
+func TestMain(m *testing.M) {
+	engine.Init()
+	if f := os.Getenv(envJoin); f != "" {
+		if err := cluster.Work(context.Background(), f); err != nil {
+			fmt.Fprintln(os.Stderr, "test worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var slowSquare = engine.Register("cluster_test.square", func(ctx context.Context, x int) (int, error) {
+	time.Sleep(5 * time.Millisecond)
+	return x * x, nil
+})
+
+// TestClusterPool: three worker processes join a running pool through its
+// join file, over loopback, and take jobs beside the pool's own (serial)
+// worker; every result is right, the workers exit with status 0 when the
+// pool ends, and no port is left open.
+func TestClusterPool(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("127.0.0.1:0", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := cluster.ReadJoinFile(joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var workers []*exec.Cmd
+	for range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, cmd)
+	}
+	p := engine.New(engine.Workers(0), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 400 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	st := p.Stats()
+	remote := 0
+	for _, w := range st.Workers[1:] {
+		remote += w.Jobs
+	}
+	t.Logf("%d workers; the serial one ran %d jobs, the remote ones %d", len(st.Workers), st.Workers[0].Jobs, remote)
+	if len(st.Workers) < 2 || remote == 0 {
+		t.Errorf("no remote worker ran a job (%d workers)", len(st.Workers))
+	}
+	for i, cmd := range workers {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("worker %d: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("worker %d did not exit within 5 s of the pool's end", i)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(j.URL, "nats://"), time.Second); err == nil {
+		c.Close()
+		t.Error("the server's port is open after Close")
+	}
+	if _, err := os.Stat(joinFile); !os.IsNotExist(err) {
+		t.Errorf("the join file is still there after Close: %v", err)
+	}
+}
