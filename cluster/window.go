@@ -232,4 +232,3 @@ func (r *kvReader) WaitChange(after uint64, deadline time.Time) uint64 {
 
 // Close stops the watch.
 func (r *kvReader) Close() error { return r.w.Stop() }
-
