@@ -173,7 +173,7 @@ func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader
 		case <-heard:
 			t.Reset(silentFor)
 		case <-t.C:
-			rep.Close()
+			rep.closeWith(fmt.Errorf("no word from it for %v", silentFor))
 			return
 		case <-ctx.Done():
 			return

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
@@ -104,5 +107,115 @@ func TestClusterPool(t *testing.T) {
 	}
 	if _, err := os.Stat(joinFile); !os.IsNotExist(err) {
 		t.Errorf("the join file is still there after Close: %v", err)
+	}
+}
+
+// startWorkers starts n worker processes of the test binary for joinFile.
+func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
+	t.Helper()
+	var ws []*exec.Cmd
+	for range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		ws = append(ws, cmd)
+	}
+	return ws
+}
+
+var killSelf = engine.Register("cluster_test.killself", func(ctx context.Context, _ struct{}) (int, error) {
+	if os.Getenv(envJoin) != "" {
+		p, _ := os.FindProcess(os.Getpid())
+		p.Kill() // a remote worker dies under its job
+		time.Sleep(time.Minute)
+	}
+	return os.Getpid(), nil
+})
+
+// TestRemoteWorkerKilled: a remote worker that dies under a job (SIGKILL)
+// is seen gone within seconds: that job is Aborted (or, here, run again
+// elsewhere with Retries) and the rest completes.
+func TestRemoteWorkerKilled(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	startWorkers(t, joinFile, 2)
+	p := engine.New(engine.Workers(0), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 200 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	// Once remote workers have joined (they take jobs), one kills itself.
+	var kill *engine.Job[int]
+	p.Go(func(ctx context.Context) error {
+		for p.Stats().Workers == nil || len(p.Stats().Workers) < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		kill = engine.Queue(p, killSelf, struct{}{}, engine.JobRetries(1))
+		return nil
+	})
+	start := time.Now()
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	a := kill.Attempts()
+	t.Logf("the killing job: %d attempts %+v; the pool took %v", len(a), a, time.Since(start))
+	if len(a) != 2 || a[0].Status != engine.Aborted || !errors.Is(a[0].Err, engine.ErrWorkerDied) || a[1].Status != engine.Succeeded {
+		t.Fatalf("the killing job's attempts: %+v; want one Aborted with ErrWorkerDied, then one that succeeded", a)
+	}
+	if d := a[0].End.Sub(a[0].Start); d > 5*time.Second {
+		t.Errorf("the dead worker was seen gone %v after its job started, want within about 3 s", d)
+	}
+}
+
+// TestOtherBuildRefused: a worker whose build is not the pool's is refused
+// with a message that names both builds.
+func TestOtherBuildRefused(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	j, err := cluster.ReadJoinFile(joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := engine.New(engine.Workers(0), l.Option())
+	engine.Queue(p, slowSquare, 1)
+	var answer string
+	p.Go(func(ctx context.Context) error {
+		nc, err := nats.Connect(j.URL, nats.Token(j.Token))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		for range 100 { // until the pool listens
+			m, err := nc.Request("poolrun.join", []byte(`{"id":"x","protocol":5,"build":"0ther"}`), time.Second)
+			if err == nil {
+				answer = string(m.Data)
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return errors.New("no answer to the join request")
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(answer, "0ther") || !strings.Contains(answer, engine.Fingerprint()) {
+		t.Errorf("answer %s, want a refusal naming both builds", answer)
 	}
 }

@@ -102,6 +102,8 @@ type streamReader struct {
 	err  error  // sticky: io.EOF, errLost, or the end of the subscription
 
 	closeOnce sync.Once
+	mu        sync.Mutex
+	why       error // why Close was called, if it was for a reason
 }
 
 // newStreamReader subscribes to subject. Subscribe before the writer
@@ -135,7 +137,12 @@ func (r *streamReader) Read(p []byte) (int, error) {
 			r.err = fmt.Errorf("%w: the reader fell behind: %v", errLost, err)
 			continue
 		case err != nil:
-			r.err = io.ErrClosedPipe
+			r.mu.Lock()
+			r.err = r.why
+			r.mu.Unlock()
+			if r.err == nil {
+				r.err = io.ErrClosedPipe
+			}
 			continue
 		}
 		if len(m.Data) < headerSize {
@@ -159,6 +166,14 @@ func (r *streamReader) Read(p []byte) (int, error) {
 	n := copy(p, r.rest)
 	r.rest = r.rest[n:]
 	return n, nil
+}
+
+// closeWith closes r for a reason, which a Read waiting returns.
+func (r *streamReader) closeWith(why error) error {
+	r.mu.Lock()
+	r.why = why
+	r.mu.Unlock()
+	return r.Close()
 }
 
 // Close unsubscribes; a Read waiting returns io.ErrClosedPipe.
