@@ -33,6 +33,10 @@ const (
 	silentFor = 3 * time.Second
 )
 
+// joinWait is how long a worker asks to join a pool whose server runs but
+// that does not answer yet (it has not started running).
+const joinWait = time.Minute
+
 // joinRequest is what a worker says when it asks to join.
 type joinRequest struct {
 	ID       string `json:"id"`
@@ -214,7 +218,20 @@ func Work(ctx context.Context, joinFile string) error {
 	}
 	host, _ := os.Hostname()
 	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
-	m, err := nc.Request(joinSubject, req, 10*time.Second)
+	// The pool may not run yet (its join file is written before): ask
+	// again while nobody answers, for up to joinWait.
+	var m *nats.Msg
+	for start := time.Now(); ; {
+		m, err = nc.Request(joinSubject, req, 10*time.Second)
+		if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > joinWait {
+			break
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: asking %s to join: %w", j.URL, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +19,50 @@ import (
 	"github.com/poolrun/poolrun/engine"
 )
 
+// envParent makes the test binary a pool that listens with the join file
+// it names, and runs jobs of a second each until it is killed.
+const envParent = "POOLRUN_TEST_PARENT"
+
+func parent(joinFile string) int {
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test parent:", err)
+		return 1
+	}
+	defer l.Close()
+	p := engine.New(engine.Workers(0), l.Option())
+	for range 1000 {
+		engine.Queue(p, sleepy, time.Second)
+	}
+	p.Run(context.Background())
+	return 0
+}
+
+var sleepy = engine.Register("cluster_test.sleep", func(ctx context.Context, d time.Duration) (struct{}, error) {
+	if dir := os.Getenv(envMarks); dir != "" && os.Getenv(envJoin) != "" {
+		// A remote worker runs a job: say so, by its pid.
+		os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), nil, 0o644)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	return struct{}{}, nil
+})
+
+// envMarks names a folder where remote workers leave a file named by their
+// pid when they run a job of sleepy.
+const envMarks = "POOLRUN_TEST_MARKS"
+
 // envJoin makes the test binary a remote worker of the pool whose join
 // file it names.
 const envJoin = "POOLRUN_TEST_JOIN"
 
 func TestMain(m *testing.M) {
 	engine.Init()
+	if f := os.Getenv(envParent); f != "" {
+		os.Exit(parent(f))
+	}
 	if f := os.Getenv(envJoin); f != "" {
 		if err := cluster.Work(context.Background(), f); err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)
@@ -127,11 +166,17 @@ func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
 	return ws
 }
 
-var killSelf = engine.Register("cluster_test.killself", func(ctx context.Context, _ struct{}) (int, error) {
+// killSelf kills its remote worker the first time it runs (the file
+// does not exist yet), and returns at once afterwards and in the pool's
+// process.
+var killSelf = engine.Register("cluster_test.killself", func(ctx context.Context, file string) (int, error) {
 	if os.Getenv(envJoin) != "" {
-		p, _ := os.FindProcess(os.Getpid())
-		p.Kill() // a remote worker dies under its job
-		time.Sleep(time.Minute)
+		if f, err := os.OpenFile(file, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+			f.Close()
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill() // a remote worker dies under its job
+			time.Sleep(time.Minute)
+		}
 	}
 	return os.Getpid(), nil
 })
@@ -148,17 +193,19 @@ func TestRemoteWorkerKilled(t *testing.T) {
 	defer l.Close()
 	startWorkers(t, joinFile, 2)
 	p := engine.New(engine.Workers(0), l.Option())
+	busy := engine.Queue(p, sleepy, 3*time.Second) // the serial worker's, as the first job
 	var jobs []*engine.Job[int]
 	for i := range 200 {
 		jobs = append(jobs, engine.Queue(p, slowSquare, i))
 	}
-	// Once remote workers have joined (they take jobs), one kills itself.
+	// Once remote workers have joined (they take jobs), one kills itself;
+	// the serial worker is busy meanwhile, so the job goes to a remote one.
 	var kill *engine.Job[int]
 	p.Go(func(ctx context.Context) error {
-		for p.Stats().Workers == nil || len(p.Stats().Workers) < 2 {
+		for busy.Status() != engine.Running || len(p.Stats().Workers) < 3 {
 			time.Sleep(10 * time.Millisecond)
 		}
-		kill = engine.Queue(p, killSelf, struct{}{}, engine.JobRetries(1))
+		kill = engine.Queue(p, killSelf, filepath.Join(t.TempDir(), "killed"), engine.JobRetries(1))
 		return nil
 	})
 	start := time.Now()
@@ -217,5 +264,55 @@ func TestOtherBuildRefused(t *testing.T) {
 	}
 	if !strings.Contains(answer, "0ther") || !strings.Contains(answer, engine.Fingerprint()) {
 		t.Errorf("answer %s, want a refusal naming both builds", answer)
+	}
+}
+
+// TestParentKilled: when the pool's process is killed with SIGKILL, its
+// remote workers, which were running its jobs, exit within 5 s.
+func TestParentKilled(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	marksDir := t.TempDir()
+	t.Setenv(envMarks, marksDir) // for the workers
+	par := exec.Command(os.Args[0], "-test.run=^$")
+	par.Env = append(os.Environ(), envParent+"="+joinFile)
+	par.Stderr = os.Stderr
+	if err := par.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { par.Process.Kill(); par.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(joinFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool wrote no join file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ws := startWorkers(t, joinFile, 2)
+	// Both join and run jobs.
+	for {
+		marks, _ := os.ReadDir(marksDir)
+		if len(marks) == len(ws) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d workers ran a job", len(marks), len(ws))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	par.Process.Kill()
+	par.Wait()
+	killed := time.Now()
+	for i, w := range ws {
+		done := make(chan error, 1)
+		go func() { done <- w.Wait() }()
+		select {
+		case <-done:
+			t.Logf("worker %d exited %v after the pool's death", i, time.Since(killed).Round(time.Millisecond))
+		case <-time.After(5*time.Second - time.Since(killed)):
+			t.Errorf("worker %d is still there 5 s after the pool's death", i)
+		}
 	}
 }
