@@ -23,9 +23,9 @@ func TestBadInput(t *testing.T) {
 		workflow string   // written to wf.yaml, if not empty
 		want     []string // in standard error
 	}{
-		{"run -j -1", []string{"run", "-j", "-1", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun: -j -1: want a number of workers of at least 1"}},
-		{"scaffold -j -1", []string{"scaffold", "-j", "-1", "--out", "out"}, "", []string{"poolrun: -j -1: want a number of workers of at least 1"}},
-		{"bench -j -1", []string{"bench", "-j", "-1", "--out", "out"}, "", []string{"poolrun bench: -j -1: need at least one worker"}},
+		{"run -j -1", []string{"run", "-j", "-1", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun: -j -1: want a number of workers from 1 to 4096"}},
+		{"scaffold -j -1", []string{"scaffold", "-j", "-1", "--out", "out"}, "", []string{"poolrun: -j -1: want a number of workers from 1 to 4096"}},
+		{"bench -j -1", []string{"bench", "-j", "-1", "--out", "out"}, "", []string{"poolrun bench: -j -1: want a number of workers from 1 to 4096"}},
 		{"scaffold --capacity 0", []string{"scaffold", "--capacity", "0", "--out", "out"}, "", []string{"--capacity 0: want a number of slots from 1 to 16777216"}},
 		{"bench --capacity 0", []string{"bench", "--capacity", "0", "--out", "out"}, "", []string{"--capacity 0: want a number of slots from 1 to 16777216"}},
 		{"scaffold --scale 1e9", []string{"scaffold", "--scale", "1e9", "--out", "out"}, "", []string{"poolrun scaffold: --scale 1e+09: want a factor above 0 and at most 1000"}},

@@ -478,7 +478,7 @@ func inheritedFDs(t *testing.T) map[int]string {
 func TestBenchTempFolderSwept(t *testing.T) {
 	dir, tmp := t.TempDir(), t.TempDir()
 	env := []string{"TMPDIR=" + tmp}
-	cmd, out := startPoolrun(t, dir, env, "bench", "--quiet", "-j", "1", "--modes", "all", "--scale", tinyScale, "--repeat", "100000")
+	cmd, out := startPoolrun(t, dir, env, "bench", "--quiet", "-j", "1", "--modes", "all", "--scale", tinyScale, "--repeat", "1000")
 	pattern := filepath.Join(tmp, fmt.Sprintf("poolrun-%d-bench-*", cmd.Process.Pid))
 	var folders []string
 	deadline := time.Now().Add(60 * time.Second)

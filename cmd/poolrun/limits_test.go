@@ -57,7 +57,8 @@ func TestPoolFlagsOutOfRange(t *testing.T) {
 		{"run capacity zero", []string{"run", "--capacity", "0", "wf.yaml"}, []string{"--capacity 0", "1 to 16777216"}},
 		{"scaffold capacity too large", []string{"scaffold", "--capacity", "16777217", "--out", "out"}, []string{"--capacity 16777217", "1 to 16777216"}},
 		{"bench capacity too large", []string{"bench", "--capacity", "100000000"}, []string{"--capacity 100000000", "1 to 16777216"}},
-		{"run negative -j", []string{"run", "-j", "-1", "wf.yaml"}, []string{"-j -1", "at least 1", "0: serial"}},
+		{"run negative -j", []string{"run", "-j", "-1", "wf.yaml"}, []string{"-j -1", "from 1 to 4096", "0: serial"}},
+		{"run -j too large", []string{"run", "-j", "100000", "wf.yaml"}, []string{"-j 100000", "from 1 to 4096"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := poolrun(t, dir, tt.args...)

@@ -246,8 +246,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !(f.scale > 0) || f.scale > 1000 {
 		return badInputf("poolrun bench: --scale %v: want a factor above 0 and at most 1000", f.scale)
 	}
-	if f.repeat < 1 {
-		return badInputf("poolrun bench: --repeat %d: want at least 1", f.repeat)
+	if f.repeat < 1 || f.repeat > maxRepeat {
+		return badInputf("poolrun bench: --repeat %d: want a number of runs from 1 to %d", f.repeat, maxRepeat)
 	}
 	cfg, err := loadScaffoldConfig(f.config)
 	if err != nil {
@@ -368,6 +368,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// maxRepeat bounds --repeat: a bench of many modes and worker counts
+// already takes minutes per round.
+const maxRepeat = 1000
+
 // benchWorkers returns the worker counts that --workers, -j and --serial
 // ask for; at most one of them may be given (--serial=false is not given).
 func benchWorkers(fs *flag.FlagSet, workers string, jobs int, serial bool) ([]int, error) {
@@ -385,8 +389,8 @@ func benchWorkers(fs *flag.FlagSet, workers string, jobs int, serial bool) ([]in
 	}
 	switch {
 	case slices.Contains(given, "-j"):
-		if jobs < 1 {
-			return nil, badInputf("poolrun bench: -j %d: need at least one worker (or --serial)", jobs)
+		if jobs < 1 || jobs > maxWorkers {
+			return nil, badInputf("poolrun bench: -j %d: want a number of workers from 1 to %d (or --serial)", jobs, maxWorkers)
 		}
 		return []int{jobs}, nil
 	case serial:
@@ -395,8 +399,8 @@ func benchWorkers(fs *flag.FlagSet, workers string, jobs int, serial bool) ([]in
 	var counts []int
 	for _, s := range strings.Split(workers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			return nil, badInputf("poolrun bench: --workers %q: want worker counts separated by commas, such as 2,4 (0: serial)", workers)
+		if err != nil || n < 0 || n > maxWorkers {
+			return nil, badInputf("poolrun bench: --workers %q: want worker counts from 0 (serial) to %d separated by commas, such as 2,4", workers, maxWorkers)
 		}
 		if slices.Contains(counts, n) {
 			return nil, badInputf("poolrun bench: --workers %q: %d is given twice", workers, n)

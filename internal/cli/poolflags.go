@@ -39,7 +39,7 @@ type poolFlags struct {
 // register registers the flags of a command that runs one pool: -j,
 // --serial, the common ones and the cache flags.
 func (f *poolFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), "number of worker `processes`, at most the number of jobs (0: as --serial)")
+	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
 	f.registerCommon(fs)
 	f.cache.register(fs)
@@ -76,6 +76,12 @@ func (d *durationFlag) Set(s string) error {
 // that is not worth running again.
 const maxRetries = 100
 
+// maxWorkers bounds -j (and bench's worker counts): each worker is a
+// process with a Go runtime of its own, about 10 MiB before any item, so
+// that a mistyped -j 100000 would start a process per job of a large
+// workflow.
+const maxWorkers = 4096
+
 // maxCapacity is the most slots a window may have: the maximum of package
 // shm (its maxCapacity), which refuses larger windows when the pool starts.
 const maxCapacity = 1 << 24
@@ -83,8 +89,8 @@ const maxCapacity = 1 << 24
 // check checks the flags that register registers. -j 0 means serial, as
 // --serial does, so the two together agree.
 func (f *poolFlags) check() error {
-	if f.jobs < 0 {
-		return badInputf("poolrun: -j %d: want a number of workers of at least 1 (or 0: serial, as --serial)", f.jobs)
+	if f.jobs < 0 || f.jobs > maxWorkers {
+		return badInputf("poolrun: -j %d: want a number of workers from 1 to %d (or 0: serial, as --serial)", f.jobs, maxWorkers)
 	}
 	return f.checkCommon()
 }
