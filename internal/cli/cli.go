@@ -64,6 +64,7 @@ Usage:
   poolrun inspect PID           print the window of a running pool
   poolrun bench [flags]         the scaffold workload in each way of holding items, side by side
   poolrun report FILE.json      an HTML page of a run's --report: timelines, cache, totals
+  poolrun worker --join-file F  join a pool started with --listen, from this host or another
   poolrun help [COMMAND]        help on a command
 
 Run "poolrun help COMMAND" (or "poolrun COMMAND --help") for its flags and an
@@ -89,6 +90,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(ctx, rest, stdout, stderr)
 	case cmd == "report":
 		return runReport(ctx, rest, stdout, stderr)
+	case cmd == "worker":
+		return runWorker(ctx, rest, stdout, stderr)
 	case cmd == "help" || isHelp(cmd):
 		if len(rest) > 0 && rest[0] != "help" {
 			return Main(ctx, []string{rest[0], "--help"}, stdout, stderr)

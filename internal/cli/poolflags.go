@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/execflow"
@@ -34,6 +35,8 @@ type poolFlags struct {
 	retries  int
 	timeout  time.Duration
 	cache    cacheFlags
+	listen   string // address of the pool's server for remote workers; "" none
+	joinFile string
 }
 
 // register registers the flags of a command that runs one pool: -j,
@@ -41,6 +44,8 @@ type poolFlags struct {
 func (f *poolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
+	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (loopback only for now); needs --join-file")
+	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential) to `FILE`, mode 0600")
 	f.registerCommon(fs)
 	f.cache.register(fs)
 }
@@ -91,6 +96,9 @@ const maxCapacity = 1 << 24
 func (f *poolFlags) check() error {
 	if f.jobs < 0 || f.jobs > maxWorkers {
 		return badInputf("poolrun: -j %d: want a number of workers from 1 to %d (or 0: serial, as --serial)", f.jobs, maxWorkers)
+	}
+	if err := checkListen(f.listen, f.joinFile); err != nil {
+		return err
 	}
 	return f.checkCommon()
 }
@@ -152,8 +160,9 @@ type session struct {
 	// started is when run started the pool; samples its workers' series,
 	// taken while it ran when a report is asked for (nil otherwise). Both
 	// are set once run returns.
-	started time.Time
-	samples *sampler
+	started  time.Time
+	samples  *sampler
+	listener *cluster.Listener // with --listen
 }
 
 // budgetExceeded sums the BudgetExceeded events of a pool.
@@ -239,7 +248,33 @@ func (s *session) options() []engine.Option {
 	if s.flags.timeout > 0 {
 		opts = append(opts, engine.Timeout(s.flags.timeout))
 	}
+	if s.listener != nil {
+		opts = append(opts, s.listener.Option())
+	}
 	return append(opts, s.flags.cache.options()...)
+}
+
+// listen starts the pool's server for remote workers, with --listen; the
+// caller closes it with closeListener once the pool has run.
+func (s *session) listen() error {
+	if s.flags.listen == "" {
+		return nil
+	}
+	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, s.flags.capacity)
+	if err != nil {
+		return badInput(fmt.Errorf("poolrun: --listen %s: %w", s.flags.listen, err))
+	}
+	s.listener = l
+	fmt.Fprintf(s.stderr, "poolrun: workers may join with: poolrun worker --join-file %s\n", s.flags.joinFile)
+	return nil
+}
+
+// closeListener stops the server for remote workers and removes the join
+// file.
+func (s *session) closeListener() {
+	if s.listener != nil {
+		s.listener.Close()
+	}
 }
 
 func (s *session) event(e engine.Event) {

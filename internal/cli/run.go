@@ -166,6 +166,10 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	s := newSession(&f, stderr)
+	if err := s.listen(); err != nil {
+		return err
+	}
+	defer s.closeListener()
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)

@@ -103,6 +103,10 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	execflow.SweepScratch("")
 
 	s := newSession(&f.pool, stderr)
+	if err := s.listen(); err != nil {
+		return err
+	}
+	defer s.closeListener()
 	p := engine.New(s.options()...)
 	plan, err := scaffoldjobs.Queue(p, cfg, out)
 	if err != nil {

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/poolrun/poolrun/cluster"
+)
+
+const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
+
+Joins the pool whose join file is FILE, on this host or another, as N worker
+processes (default 1), and serves it until it ends. The pool was started
+with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold");
+the join file holds its address and its credential: copy it to this host
+(it is readable by its owner only, and must stay so: whoever holds it may
+run code in the pool's workers). The worker must be the same poolrun as
+the pool's: another build is refused, with both builds named.
+
+Output folders (--out of scaffold, the outputs of run's jobs) must be on
+storage that this host sees at the same path.
+
+Example, with a pool on host a:
+  a$ poolrun scaffold --listen 127.0.0.1:4222 --join-file run.join -j 2
+  a$ poolrun worker --join-file run.join -j 2
+`
+
+// runWorker is "poolrun worker".
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worker", workerUsage, stderr)
+	joinFile := fs.String("join-file", "", "the pool's join `FILE`")
+	n := fs.Int("j", 1, fmt.Sprintf("number of worker `processes`, 1 to %d", maxWorkers))
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return badInputf("poolrun worker: unexpected argument %q", fs.Arg(0))
+	}
+	if *joinFile == "" {
+		return badInputf("poolrun worker: --join-file: give the pool's join file")
+	}
+	if *n < 1 || *n > maxWorkers {
+		return badInputf("poolrun worker: -j %d: want a number of workers from 1 to %d", *n, maxWorkers)
+	}
+	if _, err := cluster.ReadJoinFile(*joinFile); err != nil {
+		return badInput(err)
+	}
+	if *n == 1 {
+		return cluster.Work(ctx, *joinFile)
+	}
+	// One process per worker: a worker's cache is its process's.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, *n)
+	for i := range *n {
+		cmd := exec.CommandContext(ctx, exe, "worker", "--join-file", *joinFile)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		wg.Go(func() { errs[i] = cmd.Run() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// checkListen checks --listen and --join-file: both or neither, an address
+// host:port, and loopback only (TLS, which any other address needs, is not
+// there yet).
+func checkListen(listen, joinFile string) error {
+	if (listen == "") != (joinFile == "") {
+		return badInputf("poolrun: --listen and --join-file go together")
+	}
+	if listen == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return badInputf("poolrun: --listen %s: want HOST:PORT, such as 127.0.0.1:4222", listen)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return badInputf("poolrun: --listen %s: only a loopback address for now (other addresses need TLS, which is not done yet)", listen)
+	}
+	return nil
+}
+
