@@ -1,38 +1,34 @@
-// Package cluster will run one poolrun pool across several hosts, on an
+// Package cluster runs one poolrun pool across several hosts, on an
 // embedded NATS server with JetStream (issue 12). It lives apart from
 // package engine so that a program that imports engine alone does not link
 // the NATS server.
 //
 // # State of this package
 //
-// Work in progress, on a branch: what is here is the pool's server and its
-// join file, not yet a transport of the engine.
+// Work in progress, on a branch. What is here:
 //
 //   - [Start] starts the pool's NATS server inside the calling process:
-//     JetStream on, its store in a private folder on a memory file system
-//     (JetStream insists on a folder; nothing is written to disk), which
-//     [Server.Close] removes; listening on 127.0.0.1 unless told otherwise;
-//     a random token that every client must present.
-//   - [Join] is what a worker needs to join the pool: the server's address,
-//     the token, the protocol version and the build's fingerprint.
-//     [WriteJoinFile] writes it atomically, mode 0600 (it holds the pool's
-//     credential: only its owner may read it); [ReadJoinFile] reads it and
-//     says what is wrong with it, and where.
+//     JetStream on, with a file store of 0 bytes and its folder private on
+//     a memory file system, which [Server.Close] removes; a random token
+//     that every client must present; off loopback, TLS with a
+//     certificate of an authority made for the pool alone, which the join
+//     file carries.
+//   - [Join] is what a worker needs to join the pool; [WriteJoinFile]
+//     writes it atomically, mode 0600 (it holds the pool's credential);
+//     [ReadJoinFile] reads it and says what is wrong with it.
+//   - [Listen] starts the server and writes the join file; its
+//     [Listener.Option] (engine.Joiner) admits, while the pool runs, each
+//     worker that asks to join and is of the pool's build
+//     (engine.Fingerprint), through engine.Pool.Admit: the pipe protocol's
+//     frames travel as byte streams on subjects of that worker, in
+//     messages that carry their place (a lost one ends the stream), and
+//     its window is an entry of a JetStream key-value bucket (generation:
+//     twice the revision). A worker silent for 3 s is given up.
+//   - [Work] is a worker's side (engine.Serve): it asks to join (again
+//     while the pool does not answer yet, for a minute), pings, and exits
+//     when the pool's server goes.
 //
-// # Next
-//
-// The engine's seam (engine/transport.go: transport, link, msg) is
-// unexported, and should stay so. The plan: the engine exports two small
-// hooks around what the pipe transport already does, since its frames
-// (engine/PROTOCOL.md) need only a byte stream each way and a control
-// stream: on the parent's side, a way to admit a worker that joined over
-// such streams (a place added while the pool runs, as
-// TestWorkersJoinAndLeave does), and on the worker's side, a serve loop
-// over them; plus an exported window interface (generation, snapshot, wait
-// for a generation) for a window the engine does not make. This package
-// then carries each stream on NATS subjects addressed to one worker
-// (chunked under the payload limit), keeps the window in one JetStream
-// key-value entry (sorted keys and the overflow flag; its revision is the
-// generation), and watches connections for deaths (3 s) and the parent
-// for its own (5 s).
+// Not yet: a pool with no local workers; sweeping the folder of a pool
+// killed with SIGKILL; values over the 8 MiB payload; the integration
+// tests of package test over this transport; the limits at 1,000 workers.
 package cluster

@@ -21,6 +21,10 @@ type Join struct {
 	// Build fingerprints the pool's build (its registered functions and
 	// protocol version): a worker of another build is refused.
 	Build string `json:"build,omitempty"`
+	// CA is, for a pool reached over TLS, the PEM certificate of the
+	// pool's own authority, which signed its server's certificate: a
+	// worker trusts that and nothing else.
+	CA string `json:"ca,omitempty"`
 }
 
 // maxJoinFile bounds the size of a join file that ReadJoinFile reads.

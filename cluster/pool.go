@@ -37,6 +37,20 @@ const (
 // that does not answer yet (it has not started running).
 const joinWait = time.Minute
 
+// connectOptions are the options of a client of the pool of j: its token,
+// and, over TLS, trust in the pool's own authority only.
+func connectOptions(j Join) ([]nats.Option, error) {
+	opts := []nats.Option{nats.Token(j.Token)}
+	if j.CA != "" {
+		tc, err := clientTLS(j.CA)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.Secure(tc))
+	}
+	return opts, nil
+}
+
 // joinRequest is what a worker says when it asks to join.
 type joinRequest struct {
 	ID       string `json:"id"`
@@ -69,7 +83,12 @@ func Listen(addr, joinFile string, capacity int) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := nats.Connect(srv.URL(), nats.Token(srv.token), nats.Name("poolrun pool"))
+	copts, err := connectOptions(srv.Join(engine.ProtocolVersion, ""))
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	nc, err := nats.Connect(srv.URL(), append(copts, nats.Name("poolrun pool"))...)
 	if err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
@@ -195,8 +214,12 @@ func Work(ctx context.Context, joinFile string) error {
 	}
 	lost := make(chan struct{})
 	var lostOnce sync.Once
-	nc, err := nats.Connect(j.URL, nats.Token(j.Token), nats.Name("poolrun worker"), nats.MaxReconnects(0),
-		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(lost) }) }))
+	copts, err := connectOptions(j)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(j.URL, append(copts, nats.Name("poolrun worker"), nats.MaxReconnects(0),
+		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(lost) }) }))...)
 	if err != nil {
 		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
@@ -273,4 +296,18 @@ func Work(ctx context.Context, joinFile string) error {
 	err = engine.Serve(ctx, jobs, rep, ctl, win)
 	rep.Close()
 	return err
+}
+
+// Dial connects to the pool of joinFile as a client, as a worker does:
+// with its token, and over TLS trusting the pool's authority only.
+func Dial(joinFile string) (*nats.Conn, error) {
+	j, err := ReadJoinFile(joinFile)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := connectOptions(j)
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(j.URL, append(opts, nats.MaxReconnects(0))...)
 }

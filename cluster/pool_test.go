@@ -79,12 +79,21 @@ var slowSquare = engine.Register("cluster_test.square", func(ctx context.Context
 })
 
 // TestClusterPool: three worker processes join a running pool through its
-// join file, over loopback, and take jobs beside the pool's own (serial)
+// join file, over loopback (and over TLS, listening on every address), and
+// take jobs beside the pool's own (serial)
 // worker; every result is right, the workers exit with status 0 when the
 // pool ends, and no port is left open.
 func TestClusterPool(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
+		t.Run(addr, func(t *testing.T) { testClusterPool(t, addr) })
+	}
+}
+
+// testClusterPool is TestClusterPool with the pool listening on addr:
+// plain TCP on loopback, TLS otherwise.
+func testClusterPool(t *testing.T, addr string) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile, 1000)
+	l, err := cluster.Listen(addr, joinFile, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

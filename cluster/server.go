@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type Server struct {
 	token string
 	store string // JetStream's private folder, removed by Close
 	url   string
+	ca    string // PEM of the pool's certificate authority, with TLS
 }
 
 // Start starts a NATS server with JetStream in this process, listening on
@@ -69,6 +71,26 @@ func Start(addr string) (*Server, error) {
 	opts.StoreDir = store
 	opts.NoSigs, opts.NoLog = true, true
 	opts.MaxPayload = 8 << 20
+	// Off loopback, TLS, with certificates made for this pool.
+	urlHost := host
+	scheme := "nats"
+	var caPEM []byte
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		names, err := listenNames(host)
+		if err != nil {
+			os.RemoveAll(store)
+			return nil, err
+		}
+		cert, ca, err := poolCerts(names)
+		if err != nil {
+			os.RemoveAll(store)
+			return nil, fmt.Errorf("cluster: certificates: %w", err)
+		}
+		opts.TLS = true
+		opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		opts.TLSTimeout = 5
+		urlHost, scheme, caPEM = names[0], "tls", ca
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		os.RemoveAll(store)
@@ -81,13 +103,16 @@ func Start(addr string) (*Server, error) {
 		os.RemoveAll(store)
 		return nil, fmt.Errorf("cluster: the server on %s did not accept clients within %v", addr, readyTimeout)
 	}
-	s := &Server{ns: ns, token: token, store: store}
+	s := &Server{ns: ns, token: token, store: store, ca: string(caPEM)}
 	a, ok := ns.Addr().(*net.TCPAddr)
 	if !ok {
 		s.Close()
 		return nil, errors.New("cluster: the server has no TCP address")
 	}
-	s.url = "nats://" + net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
+	if urlHost == "" || caPEM == nil {
+		urlHost = a.IP.String()
+	}
+	s.url = scheme + "://" + net.JoinHostPort(urlHost, strconv.Itoa(a.Port))
 	return s, nil
 }
 
@@ -96,7 +121,7 @@ func (s *Server) URL() string { return s.url }
 
 // Join returns the join file's content for this server.
 func (s *Server) Join(protocol int, build string) Join {
-	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build}
+	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build, CA: s.ca}
 }
 
 // Close stops the server, closes its port and removes its JetStream

@@ -141,3 +141,38 @@ func TestJoinFile(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTLS: off loopback, the server speaks TLS with a certificate of
+// the pool's own authority, which the join file carries: a client that
+// trusts it connects; one that trusts only the system's authorities, or
+// speaks plain TCP, is refused.
+func TestServerTLS(t *testing.T) {
+	s, err := cluster.Start("0.0.0.0:0")
+	if err != nil {
+		t.Skip("no address other than loopback here:", err)
+	}
+	defer s.Close()
+	j := s.Join(5, "b")
+	if !strings.HasPrefix(j.URL, "tls://") || !strings.Contains(j.CA, "BEGIN CERTIFICATE") {
+		t.Fatalf("join %+v: want a tls:// URL and the authority's certificate", j)
+	}
+	dir := t.TempDir()
+	joinFile := filepath.Join(dir, "run.join")
+	if err := cluster.WriteJoinFile(joinFile, j); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := cluster.Dial(joinFile)
+	if err != nil {
+		t.Fatalf("with the join file's authority: %v", err)
+	}
+	ok.Close()
+	if nc, err := nats.Connect(j.URL, nats.Token(j.Token), nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Error("a client that does not trust the pool's authority connected")
+	}
+	plain := "nats://" + strings.TrimPrefix(j.URL, "tls://")
+	if nc, err := nats.Connect(plain, nats.Token(j.Token), nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Error("a plain client connected")
+	}
+}

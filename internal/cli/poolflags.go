@@ -44,7 +44,7 @@ type poolFlags struct {
 func (f *poolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
-	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (loopback only for now); needs --join-file")
+	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file")
 	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential) to `FILE`, mode 0600")
 	f.registerCommon(fs)
 	f.cache.register(fs)

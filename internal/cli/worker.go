@@ -71,9 +71,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return errors.Join(errs...)
 }
 
-// checkListen checks --listen and --join-file: both or neither, an address
-// host:port, and loopback only (TLS, which any other address needs, is not
-// there yet).
+// checkListen checks --listen and --join-file: both or neither, and an
+// address HOST:PORT. Off loopback the pool's server speaks TLS, with
+// certificates of its own (see package cluster).
 func checkListen(listen, joinFile string) error {
 	if (listen == "") != (joinFile == "") {
 		return badInputf("poolrun: --listen and --join-file go together")
@@ -81,13 +81,8 @@ func checkListen(listen, joinFile string) error {
 	if listen == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return badInputf("poolrun: --listen %s: want HOST:PORT, such as 127.0.0.1:4222", listen)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return badInputf("poolrun: --listen %s: only a loopback address for now (other addresses need TLS, which is not done yet)", listen)
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return badInputf("poolrun: --listen %s: want HOST:PORT, such as 127.0.0.1:4222 or 0.0.0.0:4222", listen)
 	}
 	return nil
 }
-
