@@ -94,6 +94,9 @@ func TestClusterPool(t *testing.T) {
 func testClusterPool(t *testing.T, addr string) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
 	l, err := cluster.Listen(addr, joinFile, 1000)
+	if err != nil && addr != "127.0.0.1:0" && strings.Contains(err.Error(), "no address other than loopback") {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -52,8 +53,15 @@ func Start(addr string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := os.MkdirTemp(memoryFolder(), "poolrun-nats-")
+	sweepStores(memoryFolder())
+	store, err := os.MkdirTemp(memoryFolder(), storePrefix)
 	if err != nil {
+		return nil, fmt.Errorf("cluster: JetStream folder: %w", err)
+	}
+	// The marker that proves the folder poolrun's, and names its process,
+	// before JetStream puts anything in it (see sweepStores).
+	if err := os.WriteFile(filepath.Join(store, storeMarker), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(store)
 		return nil, fmt.Errorf("cluster: JetStream folder: %w", err)
 	}
 	opts := &server.Options{}
@@ -130,6 +138,39 @@ func (s *Server) Close() error {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 	return os.RemoveAll(s.store)
+}
+
+// A JetStream folder is named storePrefix and random digits, and holds
+// storeMarker, which holds the pid of the process whose server it is.
+const (
+	storePrefix = "poolrun-nats-"
+	storeMarker = ".poolrun-nats-owner"
+)
+
+// sweepStores removes from dir the JetStream folders of pools whose
+// process has gone without removing them (killed with SIGKILL): only
+// folders, not links, that hold the marker, this user's, whose process no
+// longer exists.
+func sweepStores(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, storePrefix+"*"))
+	for _, d := range names {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, storeMarker))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // newToken returns 32 random bytes in hexadecimal.

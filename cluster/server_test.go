@@ -3,8 +3,10 @@ package cluster_test
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,47 @@ func TestServer(t *testing.T) {
 	for _, d := range after {
 		if !slices.Contains(before, d) {
 			t.Errorf("%s is still there after Close", d)
+		}
+	}
+}
+
+// TestStoresSwept: the JetStream folder of a pool killed with SIGKILL
+// (here, one whose marker names a process that is gone) is removed when
+// the next pool starts; a folder of the same name without the marker, or
+// whose process lives, is not.
+func TestStoresSwept(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip(err)
+	}
+	dead, err := os.MkdirTemp("/dev/shm", "poolrun-nats-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dead, ".poolrun-nats-owner"), []byte(strconv.Itoa(gone.Process.Pid)), 0o600)
+	os.MkdirAll(filepath.Join(dead, "jetstream"), 0o700)
+	users, _ := os.MkdirTemp("/dev/shm", "poolrun-nats-")
+	os.WriteFile(filepath.Join(users, "data.csv"), []byte("x"), 0o600)
+	live, _ := os.MkdirTemp("/dev/shm", "poolrun-nats-")
+	os.WriteFile(filepath.Join(live, ".poolrun-nats-owner"), []byte(strconv.Itoa(os.Getppid())), 0o600)
+	defer os.RemoveAll(users)
+	defer os.RemoveAll(live)
+	defer os.RemoveAll(dead)
+
+	s, err := cluster.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead pool's folder %s is still there", dead)
+	}
+	for _, d := range []string{users, live} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
 }
