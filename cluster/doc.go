@@ -28,7 +28,9 @@
 //     while the pool does not answer yet, for a minute), pings, and exits
 //     when the pool's server goes.
 //
-// Not yet: a pool with no local workers; sweeping the folder of a pool
-// killed with SIGKILL; values over the 8 MiB payload; the integration
-// tests of package test over this transport; the limits at 1,000 workers.
+// A pool that starts removes the JetStream folders of pools killed with
+// SIGKILL. Values of any size the pool allows cross, in messages of 1 MiB.
+//
+// Not yet: a pool with no local workers; the integration tests of package
+// test over this transport; the limits at 1,000 workers.
 package cluster

@@ -328,3 +328,51 @@ func TestParentKilled(t *testing.T) {
 		}
 	}
 }
+
+var bigValue = engine.Register("cluster_test.big", func(ctx context.Context, n int) ([]byte, error) {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i % 251)
+	}
+	return b, nil
+})
+
+// TestLargeValues: a 20 MiB result crosses from a remote worker whole
+// (frames larger than a NATS message travel in several).
+func TestLargeValues(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	startWorkers(t, joinFile, 1)
+	p := engine.New(engine.Workers(0), l.Option())
+	busy := engine.Queue(p, sleepy, 3*time.Second) // the serial worker's
+	var big *engine.Job[[]byte]
+	p.Go(func(ctx context.Context) error {
+		for busy.Status() != engine.Running || len(p.Stats().Workers) < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		big = engine.Queue(p, bigValue, 20<<20)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := big.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.Worker() == 1 {
+		t.Fatal("the job ran on the serial worker, not a remote one")
+	}
+	if len(b) != 20<<20 {
+		t.Fatalf("%d bytes, want %d", len(b), 20<<20)
+	}
+	for i, c := range b {
+		if c != byte(i%251) {
+			t.Fatalf("byte %d is %d", i, c)
+		}
+	}
+}
