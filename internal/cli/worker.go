@@ -26,9 +26,10 @@ the pool's: another build is refused, with both builds named.
 Output folders (--out of scaffold, the outputs of run's jobs) must be on
 storage that this host sees at the same path.
 
-Example, with a pool on host a:
-  a$ poolrun scaffold --listen 127.0.0.1:4222 --join-file run.join -j 2
-  a$ poolrun worker --join-file run.join -j 2
+Example, with the pool on host a and more workers on host b:
+  a$ poolrun scaffold --listen 0.0.0.0:4222 --join-file run.join -j 2
+  a$ scp run.join b:
+  b$ poolrun worker --join-file run.join -j 4
 `
 
 // runWorker is "poolrun worker".
@@ -37,6 +38,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	joinFile := fs.String("join-file", "", "the pool's join `FILE`")
 	n := fs.Int("j", 1, fmt.Sprintf("number of worker `processes`, 1 to %d", maxWorkers))
 	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -49,7 +53,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return badInputf("poolrun worker: -j %d: want a number of workers from 1 to %d", *n, maxWorkers)
 	}
 	if _, err := cluster.ReadJoinFile(*joinFile); err != nil {
-		return badInput(err)
+		return badInput(fmt.Errorf("poolrun worker: --join-file %s: %w", *joinFile, err))
 	}
 	if *n == 1 {
 		return cluster.Work(ctx, *joinFile)
