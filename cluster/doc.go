@@ -31,6 +31,9 @@
 // A pool that starts removes the JetStream folders of pools killed with
 // SIGKILL. Values of any size the pool allows cross, in messages of 1 MiB.
 //
-// Not yet: a pool with no local workers; the integration tests of package
-// test over this transport; the limits at 1,000 workers.
+// A pool made with engine.RemoteOnly starts no worker of its own and gives
+// up when it has had none for its wait (poolrun: -j 0 with --listen).
+//
+// Not yet: the integration tests of package test over this transport; the
+// limits at 1,000 workers.
 package cluster

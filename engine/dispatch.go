@@ -83,6 +83,9 @@ type scheduler struct {
 	staleBytes   int64
 	peakSum      int64
 	staleSeconds float64
+	// noneSince: with RemoteOnly, since when the pool has had jobs left
+	// and no live worker; zero if it has one.
+	noneSince time.Time
 }
 
 // account brings the memory figures up to now, after the workers' reports
@@ -211,6 +214,7 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		now := time.Now()
 		s.checkHandshakes(now)
 		s.checkRunning(now)
+		s.checkWorkersLocked(now)
 		if s.fatal != nil {
 			p.mu.Unlock()
 			return s.fatal
@@ -668,10 +672,41 @@ func (s *scheduler) nextCheck(now time.Time) time.Time {
 		sooner(pl.heard.Add(cfg.silence))
 		sooner(now.Add(cfg.silence / 4))
 	}
+	if !s.noneSince.IsZero() {
+		sooner(s.noneSince.Add(cfg.remoteOnly))
+	}
 	if !at.IsZero() {
 		at = at.Add(time.Millisecond) // past it, not at it
 	}
 	return at
+}
+
+// checkWorkersLocked fails a RemoteOnly pool that has had jobs left and no
+// live worker for longer than its wait. p.mu is held.
+func (s *scheduler) checkWorkersLocked(now time.Time) {
+	wait := s.p.cfg.remoteOnly
+	if wait <= 0 || s.fatal != nil {
+		return
+	}
+	live := false
+	for _, pl := range s.places {
+		if pl.l != nil && !pl.removed {
+			live = true
+			break
+		}
+	}
+	switch {
+	case live || s.p.open == 0:
+		s.noneSince = time.Time{}
+	case s.noneSince.IsZero():
+		s.noneSince = now
+	case now.Sub(s.noneSince) > wait:
+		if len(s.places) == 0 {
+			s.fatal = fmt.Errorf("engine: %w joined within %v", ErrNoWorkers, wait)
+		} else {
+			s.fatal = fmt.Errorf("engine: %w for %v: the workers that had joined are gone", ErrNoWorkers, wait)
+		}
+	}
 }
 
 func later(a, b time.Time) time.Time {

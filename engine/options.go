@@ -29,6 +29,7 @@ type Option func(*config)
 
 type config struct {
 	joiners      []func(ctx context.Context, p *Pool)
+	remoteOnly   time.Duration // > 0: no local worker; the longest wait without any (RemoteOnly)
 	workers      int
 	failFast     bool
 	capacity     int

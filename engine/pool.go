@@ -187,6 +187,8 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	switch {
 	case p.cfg.transport != nil:
 		tr, n = p.cfg.transport(p.cfg.capacity, params, msgs)
+	case p.cfg.remoteOnly > 0:
+		tr, n = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 0
 	case n == 0:
 		tr, n = newSerialTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1
 	default:

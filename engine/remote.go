@@ -30,6 +30,22 @@ func Joiner(f func(ctx context.Context, p *Pool)) Option {
 	return func(c *config) { c.joiners = append(c.joiners, f) }
 }
 
+// RemoteOnly makes a pool that starts no worker of its own: every worker
+// joins through a [Joiner]. While the pool has jobs left and no live
+// worker, for longer than wait (from the start, or since the last worker
+// left), Run fails with an error wrapping [ErrNoWorkers]. wait <= 0
+// panics.
+func RemoteOnly(wait time.Duration) Option {
+	if wait <= 0 {
+		panic("engine: RemoteOnly with a wait of 0 or less")
+	}
+	return func(c *config) { c.remoteOnly = wait }
+}
+
+// ErrNoWorkers is the error of a RemoteOnly pool that went without any
+// worker for longer than its wait.
+var ErrNoWorkers = errors.New("no worker")
+
 // A WindowPublisher is the pool's side of a window that the engine does not
 // make, for one admitted worker.
 type WindowPublisher interface {

@@ -97,3 +97,57 @@ func TestAdmit(t *testing.T) {
 		t.Fatal("Serve did not return after the pool ended")
 	}
 }
+
+// TestRemoteOnly: a pool that starts no worker of its own runs every job
+// on the worker that joins (here 300 ms after the start, over in-process
+// pipes); one that no worker joins fails with ErrNoWorkers after its
+// wait, rather than waiting for ever.
+func TestRemoteOnly(t *testing.T) {
+	win, err := shm.Create(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsR, jobsW := io.Pipe()
+	repR, repW := io.Pipe()
+	ctlR, ctlW := io.Pipe()
+	go func() {
+		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		repW.Close()
+	}()
+	p := engine.New(engine.RemoteOnly(10*time.Second), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+		time.Sleep(300 * time.Millisecond)
+		if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err != nil {
+			t.Error(err)
+		}
+	}))
+	var jobs []*engine.Job[int]
+	for i := range 50 {
+		jobs = append(jobs, engine.Queue(p, remoteSquare, i))
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range jobs {
+		if v, err := j.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	if st := p.Stats(); len(st.Workers) != 1 || st.Workers[0].Jobs != 50 {
+		t.Errorf("workers %+v, want the one that joined, with every job", st.Workers)
+	}
+
+	lonely := engine.New(engine.RemoteOnly(300 * time.Millisecond))
+	j := engine.Queue(lonely, remoteSquare, 3)
+	start := time.Now()
+	err = lonely.Run(context.Background())
+	if !errors.Is(err, engine.ErrNoWorkers) {
+		t.Fatalf("Run without workers: %v, want ErrNoWorkers", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run without workers took %v, want about 300 ms", d)
+	}
+	if j.Status() == engine.Succeeded || j.Status() == engine.Running {
+		t.Errorf("the job is %v", j.Status())
+	}
+	t.Logf("without workers: %v after %v; the job is %v", err, time.Since(start).Round(time.Millisecond), j.Status())
+}

@@ -26,17 +26,18 @@ import (
 
 // poolFlags are the flags every command that runs a pool takes.
 type poolFlags struct {
-	jobs     int
-	serial   bool
-	failFast bool
-	capacity int
-	quiet    bool
-	report   string
-	retries  int
-	timeout  time.Duration
-	cache    cacheFlags
-	listen   string // address of the pool's server for remote workers; "" none
-	joinFile string
+	jobs        int
+	serial      bool
+	failFast    bool
+	capacity    int
+	quiet       bool
+	report      string
+	retries     int
+	timeout     time.Duration
+	cache       cacheFlags
+	listen      string // address of the pool's server for remote workers; "" none
+	joinFile    string
+	joinTimeout time.Duration
 }
 
 // register registers the flags of a command that runs one pool: -j,
@@ -46,6 +47,8 @@ func (f *poolFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
 	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file")
 	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential) to `FILE`, mode 0600")
+	f.joinTimeout = 2 * time.Minute
+	fs.Var((*durationFlag)(&f.joinTimeout), "join-timeout", "with --listen and -j 0 (no local worker): give up when no worker has been there for `D`")
 	f.registerCommon(fs)
 	f.cache.register(fs)
 }
@@ -250,6 +253,10 @@ func (s *session) options() []engine.Option {
 	}
 	if s.listener != nil {
 		opts = append(opts, s.listener.Option())
+		if s.flags.jobs == 0 && !s.flags.serial {
+			// -j 0 with --listen: no local worker, not the serial one.
+			opts = append(opts, engine.RemoteOnly(max(s.flags.joinTimeout, time.Second)))
+		}
 	}
 	return append(opts, s.flags.cache.options()...)
 }
@@ -343,7 +350,11 @@ func (s *session) event(e engine.Event) {
 // and memory while p runs (see sampler).
 func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error) {
 	if !s.flags.quiet {
-		s.prog = newProgress(ctx, s.stderr, s.flags.workers())
+		slots := s.flags.workers()
+		if s.listener != nil {
+			slots = maxWorkers // and those that join
+		}
+		s.prog = newProgress(ctx, s.stderr, slots)
 	}
 	start := time.Now()
 	var smp *sampler
@@ -352,6 +363,9 @@ func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error
 	}
 	err := p.Run(ctx)
 	wall := time.Since(start)
+	if errors.Is(err, engine.ErrNoWorkers) {
+		err = fmt.Errorf("%w (start workers with: poolrun worker --join-file %s)", err, s.flags.joinFile)
+	}
 	if smp != nil {
 		smp.stop()
 	}

@@ -1,0 +1,86 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClusterChecksum is issue 12's command line: a scaffold whose pool
+// starts no worker of its own (-j 0 with --listen) and three workers that
+// join through its join file (poolrun worker -j 3) give the checksum of
+// poolrun -j 2; the three ran every job between them; the join file is
+// gone at the end.
+func TestClusterChecksum(t *testing.T) {
+	dir := t.TempDir()
+	local := poolrun(t, dir, "scaffold", "--scale", "0.2", "-j", "2", "--out", "a", "--quiet")
+	want := line(local.stdout, "checksum:")
+	if local.code != 0 || want == "" {
+		t.Fatalf("poolrun -j 2: exit %d\n%s%s", local.code, local.stdout, local.stderr)
+	}
+	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", "0.2", "-j", "0", "--out", "b",
+		"--listen", "127.0.0.1:0", "--join-file", "run.join", "--report", "r.json")
+	joinFile := filepath.Join(dir, "run.join")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(joinFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no join file after a minute:\n%s", out)
+		}
+	}
+	if w := poolrun(t, dir, "worker", "--join-file", "run.join", "-j", "3"); w.code != 0 {
+		t.Errorf("poolrun worker: exit %d\n%s%s", w.code, w.stdout, w.stderr)
+	}
+	if err := pool.Wait(); err != nil {
+		t.Fatalf("the pool: %v\n%s", err, out)
+	}
+	if got := line(out.String(), "checksum:"); got != want {
+		t.Errorf("checksum %q with three joined workers, %q with -j 2\n%s", got, want, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Jobs    []json.RawMessage `json:"jobs"`
+		Workers []struct {
+			Jobs int `json:"jobs"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, w := range rep.Workers {
+		total += w.Jobs
+	}
+	if len(rep.Workers) != 3 || total != len(rep.Jobs) {
+		t.Errorf("%d workers ran %d of %d jobs; want 3 that ran them all", len(rep.Workers), total, len(rep.Jobs))
+	}
+	if _, err := os.Stat(joinFile); !os.IsNotExist(err) {
+		t.Errorf("the join file is still there: %v", err)
+	}
+}
+
+// TestClusterNoWorker: a pool with no local worker that no worker joins
+// fails after --join-timeout, with exit status 1 and a message that says
+// how to start a worker.
+func TestClusterNoWorker(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: a\n    run: touch ran-a\n"), 0o644)
+	start := time.Now()
+	r := poolrun(t, dir, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "--join-timeout", "1s", "wf.yaml")
+	if r.code != 1 || !strings.Contains(r.stderr, "poolrun worker --join-file run.join") {
+		t.Errorf("exit %d, want 1 and how to start a worker\n%s", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("it took %v to give up", d)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran-a")); err == nil {
+		t.Error("the job ran")
+	}
+}
