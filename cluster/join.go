@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +59,7 @@ func ReadJoinFile(path string) (Join, error) {
 	if len(data) > maxJoinFile {
 		return j, fmt.Errorf("cluster: join file %s: larger than %d bytes: not a join file", path, maxJoinFile)
 	}
-	dec := json.NewDecoder(bytesReader(data))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
 		var se *json.SyntaxError

@@ -128,6 +128,7 @@ func (l *Listener) Option() engine.Option {
 // admit answers join requests until ctx ends.
 func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 	nc, kv := l.nc, l.kv
+	build := engine.Fingerprint()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sub, err := nc.Subscribe(joinSubject, func(m *nats.Msg) {
@@ -140,9 +141,9 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 			answer(joinAnswer{Refused: "not a join request"})
 			return
 		}
-		if req.Protocol != engine.ProtocolVersion || req.Build != engine.Fingerprint() {
+		if req.Protocol != engine.ProtocolVersion || req.Build != build {
 			answer(joinAnswer{Refused: fmt.Sprintf("the pool's build is %s (protocol %d), the worker's %s (protocol %d): start the same program",
-				engine.Fingerprint(), engine.ProtocolVersion, req.Build, req.Protocol)})
+				build, engine.ProtocolVersion, req.Build, req.Protocol)})
 			return
 		}
 		rep, err := newStreamReader(nc, workerSubject(req.ID, "rep"))

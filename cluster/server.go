@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -189,5 +188,3 @@ func memoryFolder() string {
 	}
 	return filepath.Clean(os.TempDir())
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -281,7 +281,7 @@ func (s *scheduler) dispatchLocked() {
 			p.queue.pop()
 			continue
 		}
-		pl := s.pickLocked()
+		pl, aheadOnly := s.pickLocked()
 		if pl == nil {
 			break
 		}
@@ -293,7 +293,7 @@ func (s *scheduler) dispatchLocked() {
 			}
 		}
 		j = g.jobs[0]
-		if _, aheadOnly := s.canTakeHowLocked(pl); aheadOnly && buildsAt(j, pl) {
+		if aheadOnly && buildsAt(j, pl) {
 			pl.waitRound = s.round // it would build ahead: not this round
 			continue
 		}
@@ -401,18 +401,19 @@ func (s *scheduler) busiestLocked() (*place, *job) {
 
 // pickLocked returns the place whose worker should take the next job, or
 // nil: the one with the fewest jobs in flight among those that may take one
-// more.
-func (s *scheduler) pickLocked() *place {
-	var best *place
+// more; and whether it may take it only ahead of the one it runs, if the
+// job builds nothing there (canTakeHowLocked).
+func (s *scheduler) pickLocked() (best *place, aheadOnly bool) {
 	for _, pl := range s.places {
-		if pl.waitRound == s.round || !s.canTakeLocked(pl) {
+		if pl.waitRound == s.round {
 			continue
 		}
-		if best == nil || len(pl.inflight) < len(best.inflight) {
-			best = pl
+		ok, ahead := s.canTakeHowLocked(pl)
+		if ok && (best == nil || len(pl.inflight) < len(best.inflight)) {
+			best, aheadOnly = pl, ahead
 		}
 	}
-	return best
+	return best, aheadOnly
 }
 
 func (s *scheduler) canTakeLocked(pl *place) bool {

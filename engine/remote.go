@@ -64,8 +64,8 @@ type WindowPublisher interface {
 	Close()
 }
 
-// A WindowReader is a worker's side of a window that the engine does not
-// make.
+// A WindowReader is a worker's side of a window: the engine's own, in
+// shared memory, or one a transport makes ([Serve]).
 type WindowReader interface {
 	// Gen returns the generation the worker can see now.
 	Gen() uint64

@@ -12,8 +12,9 @@ const (
 	Queued
 	// Running: sent to a worker, which runs it, or will next: a job whose
 	// function takes less than 100 ms on average may be sent to a worker
-	// ahead of the one it runs, to wait there (and is taken back, Running
-	// to Queued, if another worker has nothing to do before it starts).
+	// ahead of the one it runs, to wait there (and, if it needs no cache
+	// item, is taken back, Running to Queued, when another worker has
+	// nothing to do before it starts).
 	Running
 	// Succeeded: the function returned a nil error; the result is available.
 	Succeeded

@@ -30,20 +30,8 @@ type publisher interface {
 	close() publisher
 }
 
-// windowView is a worker's side of the window.
-type windowView interface {
-	// Gen returns the generation the worker can see now.
-	Gen() uint64
-	// Snapshot copies the set (into dst's room) with its generation.
-	Snapshot(dst []uint64) (shm.Snapshot, error)
-	// WaitGen waits until the generation is at least gen or deadline has
-	// passed, and reports whether it got there. On false the worker keeps
-	// every item: it cannot tell which are still needed.
-	WaitGen(gen uint64, deadline time.Time) bool
-	// WaitChange sleeps until the generation differs from after or
-	// deadline has passed, and returns the generation.
-	WaitChange(after uint64, deadline time.Time) uint64
-}
+// windowView is a worker's side of the window, whoever makes it.
+type windowView = WindowReader
 
 // shmPublisher publishes in a window in shared memory. Once the window is
 // closed it keeps answering with the figures it had.
