@@ -168,13 +168,17 @@ func (r *kvReader) Gen() uint64 {
 	return r.gen
 }
 
+// Snapshot copies the set the reader holds. Before it has seen any set
+// (generation 0: the pool has not published this worker's window yet, or
+// the entry has not arrived), the snapshot is overflowed: the worker keeps
+// every item, since it cannot tell which are still needed.
 func (r *kvReader) Snapshot(dst []uint64) (shm.Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gen == 0 && r.err != nil {
 		return shm.Snapshot{}, r.err
 	}
-	return shm.Snapshot{Gen: r.gen, Keys: append(dst[:0], r.keys...), Overflow: r.over}, nil
+	return shm.Snapshot{Gen: r.gen, Keys: append(dst[:0], r.keys...), Overflow: r.over || r.gen == 0}, nil
 }
 
 // WaitGen waits for the watch to bring generation gen; when it has not by

@@ -82,10 +82,10 @@ var resident = engine.Register("test.resident", func(ctx context.Context, _ stru
 // four. X is built at most once per worker, cleaned up exactly once per
 // build, and gone from the last job's worker when that job runs.
 func TestCacheSurvival(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		logPath := filepath.Join(t.TempDir(), "log")
 		t.Setenv(envLog, logPath)
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		first := engine.Queue(p, useItems, use{Name: "first"})
 		var mid []engine.Dep
 		for i := range 4 {

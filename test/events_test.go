@@ -50,9 +50,9 @@ func (r *recorder) statuses(t *testing.T) map[int][]engine.Status {
 }
 
 func TestEvents(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		var rec recorder
-		p := engine.New(engine.Workers(workers), engine.OnEvent(rec.add))
+		p := tr.New(t, engine.OnEvent(rec.add))
 		a := engine.Queue(p, square, 2, engine.Label("step", "a"))
 		b := engine.Queue(p, fail, "no", engine.After(a))
 		c := engine.Queue(p, square, 3, engine.After(b))
