@@ -134,10 +134,21 @@ func newKVReader(kv nats.KeyValue, key string) (*kvReader, error) {
 	return r, nil
 }
 
+// lateBy, when not zero, makes a worker's window reach it late: the
+// watch takes every entry at least lateBy after it arrived (one after the
+// other), and the entry of a direct get lateBy after the get. Only tests
+// set it (window_internal_test.go, in a worker process of the test
+// binary), to check that a late window never makes a worker evict an item
+// that a job it runs still needs.
+var lateBy time.Duration
+
 func (r *kvReader) follow() {
 	for e := range r.w.Updates() {
 		if e == nil {
 			continue // the end of the initial values
+		}
+		if lateBy > 0 {
+			time.Sleep(lateBy)
 		}
 		r.take(e)
 	}
@@ -199,7 +210,9 @@ func (r *kvReader) WaitGen(gen uint64, deadline time.Time) bool {
 		}
 		if !asked && !now.Before(direct) {
 			asked = true
-			if e, err := r.kv.Get(r.key); err == nil {
+			if e, err := r.kv.Get(r.key); err == nil && lateBy > 0 {
+				time.AfterFunc(lateBy, func() { r.take(e) })
+			} else if err == nil {
 				r.take(e)
 				continue
 			}
