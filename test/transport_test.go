@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +254,48 @@ func (ws *remoteWorkers) wait(t *testing.T, within time.Duration, joined map[int
 			t.Logf("remote worker %d (pid %d) did not get into the pool before it ended: exit %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
 		case err != nil:
 			t.Errorf("remote worker %d (pid %d), which served the pool: %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
+		}
+	}
+}
+
+// TestClusterNoLeak runs cluster pools one after another: once each has
+// run and its server is closed, no goroutine of it is left, its port is
+// closed and its worker processes have exited (the cleanups of
+// transport.New check those two), and no JetStream folder of this process
+// is left in /dev/shm (or the temporary folder).
+func TestClusterNoLeak(t *testing.T) {
+	run := func(name string) {
+		t.Run(name, func(t *testing.T) {
+			p := clusterTransport.New(t, engine.OnEvent(func(engine.Event) {}), engine.Tick(time.Millisecond))
+			for i := range 20 {
+				engine.Queue(p, square, i)
+			}
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	run("warm-up") // what the runtime and the NATS client start once
+	before := runtime.NumGoroutine()
+	for i := range 3 {
+		run(fmt.Sprint("pool ", i+1))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after three cluster pools:\n%s", before, after, buf[:runtime.Stack(buf, true)])
+	}
+	// The servers' JetStream folders: each holds a marker file with the
+	// pid of the process whose server it is (cluster/server.go).
+	for _, dir := range []string{"/dev/shm", os.TempDir()} {
+		markers, _ := filepath.Glob(filepath.Join(dir, "poolrun-nats-*", ".poolrun-nats-owner"))
+		for _, m := range markers {
+			if b, err := os.ReadFile(m); err == nil && string(b) == strconv.Itoa(os.Getpid()) {
+				t.Errorf("a JetStream folder of this process is left: %s", filepath.Dir(m))
+			}
 		}
 	}
 }
