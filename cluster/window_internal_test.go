@@ -249,6 +249,9 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	if !rc.Had || rc.Builds != 1 {
 		t.Errorf("C found X resident: %v, builds of X in the worker: %d; want true, 1: the worker evicted X on a stale set", rc.Had, rc.Builds)
 	}
+	if s := stderr.String(); s != "" {
+		t.Logf("the worker said:\n%s", s)
+	}
 	behind := strings.Contains(stderr.String(), "the window did not reach the job's generation in time")
 	switch {
 	case late < time.Second/2 && behind:
