@@ -30,20 +30,27 @@ import (
 // What does not make sense across hosts stays on the local transports, and
 // says why where it is tested:
 //
-//   - the shared-memory window's own workings, and anything that needs the
-//     pool to start, restart or kill worker processes it owns (their
-//     process ids, start-up stalls and crashes, restarts after a job that
-//     ignores its cancel: a remote worker is not the pool's to restart;
-//     kill_test.go, places_test.go, faults_test.go, revoke_test.go);
+//   - anything that needs the pool to start, restart or kill worker
+//     processes it owns: their process ids and the death of the pool's
+//     process (kill_test.go), start-up stalls and crashes (places_test.go,
+//     main_test.go's envStallOnce and envDie*), retries after a worker is
+//     killed and restarts after a job that ignores its cancel
+//     (faults_test.go). A remote worker is not the pool's to start or
+//     restart; its death is tested in package cluster
+//     (TestRemoteWorkerKilled, TestParentKilled);
 //   - the workers' standard output and error (output_test.go): a remote
 //     worker's output stays on its own host, in its own terminal or log,
 //     and is not carried back to the pool's WorkerOutput writers;
-//   - measurements of time and memory tuned to local workers (soak,
-//     idle eviction, affinity and the eviction policies' figures).
+//   - tests whose timing needs every worker there from the start, which
+//     remote workers are not (they join while the pool runs): taking a job
+//     back from a busy worker (revoke_test.go), affinity's bound and idle
+//     eviction (hold_test.go), the two-worker policy model
+//     (policy_test.go), the soak test.
 //
 // The cluster's own failure cases (a remote worker killed, a wrong
-// credential, another build, the pool's process killed, a late window)
-// are tested in package cluster and below in this file.
+// credential, another build, the pool's process killed, a window that
+// reaches a worker late) are tested in package cluster, whose test binary
+// re-executes itself as remote workers the same way.
 
 // A transport is how a test's pool reaches its workers.
 type transport struct {
