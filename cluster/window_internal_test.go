@@ -259,6 +259,9 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	case late > time.Second/2 && !behind:
 		t.Errorf("with a window %v late the worker did not say that it could not see the job's set:\n%s", late, stderr.String())
 	}
+	if n := strings.Count(stderr.String(), "reading the window"); n > 1 {
+		t.Errorf("the worker said %d times that it could not read the window, want once:\n%s", n, stderr.String())
+	}
 }
 
 // lockedBuffer is a bytes.Buffer that a process's output copier and the

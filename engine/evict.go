@@ -59,6 +59,8 @@ type runner struct {
 	returnMemory bool
 	freed        int64
 	lastBytes    int64 // what the cache held when last looked at
+	// windowWarned: the worker said that it could not read the window.
+	windowWarned bool
 
 	// idle tells the idle evictor that the serve loop has begun to wait
 	// for a task; waiting is set while it waits (serve's idle flag).

@@ -123,8 +123,8 @@ func (s *scheduler) addPlace(win publisher) (*place, error) {
 	}
 	s.lastIndex++
 	pl := &place{index: s.lastIndex, win: win}
-	if s.perWorker {
-		pl.held.changed = true // publish the unsent set for it
+	if s.perWorker || win != s.shared {
+		pl.held.changed = true // publish the set for it
 	}
 	s.places = append(s.places, pl)
 	return pl, nil
@@ -140,9 +140,17 @@ func (s *scheduler) closeWindows() {
 		return
 	}
 	if s.shared != nil {
+		for _, pl := range s.places {
+			if pl.win != s.shared {
+				pl.win = pl.win.close() // a window of its own (joined)
+			}
+		}
+		shared := s.shared
 		s.shared = s.shared.close()
 		for _, pl := range s.places {
-			pl.win = s.shared
+			if pl.win == shared {
+				pl.win = s.shared
+			}
 		}
 	}
 }

@@ -32,10 +32,11 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		rep.evicted = evicted
 	}
 	rep.start = time.Now()
-	if err != nil {
+	if err != nil && !r.windowWarned {
 		// Without a window we cannot tell what to keep: keep everything
-		// and run the job; only memory is at stake.
-		fmt.Fprintln(os.Stderr, "poolrun worker: reading the window:", err)
+		// and run the job; only memory is at stake. Said once.
+		r.windowWarned = true
+		fmt.Fprintf(os.Stderr, "poolrun worker (pid %d): reading the window: %v; keeping every cached item while it cannot be read (said once)\n", os.Getpid(), err)
 	}
 	fn := lookupFunc(t.fn)
 	switch {

@@ -140,14 +140,6 @@ func TestEvictPolicies(t *testing.T) {
 	for _, pol := range policies {
 		for _, tr := range trs {
 			t.Run(fmt.Sprintf("%v/%s", pol, tr.name), func(t *testing.T) {
-				if pol == engine.EvictPoolWide && tr.remote > 0 {
-					// Known bug: under EvictPoolWide the scheduler publishes
-					// only the shared (mmap) window, never a remote worker's
-					// own, so a remote worker never sees a set, keeps
-					// everything (cluster.kvReader: generation 0 reads as
-					// overflowed) and its log is EvictNever's.
-					t.Skip("EvictPoolWide does not publish remote workers' windows (engine: scheduler.publishLocked)")
-				}
 				log := runPolicyChain(t, tr, pol)
 				if want := policyLogs[pol]; !slices.Equal(log, want) {
 					t.Errorf("log:\n  %s\nwant:\n  %s", strings.Join(log, "\n  "), strings.Join(want, "\n  "))
