@@ -70,7 +70,7 @@ func (pl *place) holds(k uint64) bool {
 }
 
 func (pl *place) stats() WorkerStats {
-	return WorkerStats{Index: pl.index, PID: pl.pid, Host: pl.host, Jobs: pl.jobs, Restarts: pl.restarts,
+	return WorkerStats{Index: pl.index, PID: pl.pid, Host: pl.host, Live: pl.l != nil && pl.ready && !pl.removed, Jobs: pl.jobs, Restarts: pl.restarts,
 		Evicted: pl.evicted, BudgetEvicted: pl.budgetEvicted, PeakRSS: pl.peakRSS,
 		Cache: addStats(pl.past, pl.cur)}
 }

@@ -34,6 +34,9 @@ type WorkerStats struct {
 	// ([Pool.Admit]), as it said when it joined; "" for the pool's own
 	// workers, which run on this host (PID is then of this host too).
 	Host string
+	// Live says that a worker holds the place now: it has answered the
+	// handshake and not gone. Progress displays count these.
+	Live bool
 	// Jobs counts the jobs its processes ran; Restarts the processes that
 	// replaced one that died.
 	Jobs, Restarts int

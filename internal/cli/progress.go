@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +30,13 @@ type progress struct {
 
 	mu   sync.Mutex
 	last engine.Event // the latest event, with its counts
+
+	// stats, for a pool that workers join from elsewhere (nil otherwise):
+	// the status then counts the live workers by host, at most every
+	// hostsEvery (hosts, at hostsAt).
+	stats   func() engine.Stats
+	hosts   string
+	hostsAt time.Time
 
 	// terminal
 	bars *mpb.Progress
@@ -65,8 +75,11 @@ func sameFile(a, b io.Writer) bool {
 	return err == nil && os.SameFile(sa, sb)
 }
 
-func newProgress(ctx context.Context, w io.Writer, slots int) *progress {
-	p := &progress{w: w, start: time.Now(), slots: max(slots, 1)}
+// newProgress starts the display of a pool that can run slots jobs at once;
+// stats, if not nil, gives the pool's figures, and the status then counts
+// its workers by host.
+func newProgress(ctx context.Context, w io.Writer, slots int, stats func() engine.Stats) *progress {
+	p := &progress{w: w, start: time.Now(), slots: max(slots, 1), stats: stats}
 	if isTerminal(w) {
 		// The bar stays until stop, not until ctx ends: what is printed
 		// above it while the pool stops after an interrupt is shown, not
@@ -146,7 +159,46 @@ func (p *progress) status() string {
 	if n := c[engine.Cancelled]; n > 0 {
 		s += fmt.Sprintf("  cancelled %d", n)
 	}
+	if p.stats != nil {
+		s += "  " + p.workers()
+	}
 	return s
+}
+
+// hostsEvery is how often the status counts the workers again.
+const hostsEvery = time.Second
+
+// workers says how many workers the pool has and on which hosts, as
+// "workers 5 (a 2, b 3)", by host name.
+func (p *progress) workers() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.hostsAt.IsZero() && time.Since(p.hostsAt) < hostsEvery {
+		return p.hosts
+	}
+	p.hosts, p.hostsAt = workersByHost(p.stats().Workers), time.Now()
+	return p.hosts
+}
+
+// workersByHost counts the live workers of ws by host.
+func workersByHost(ws []engine.WorkerStats) string {
+	n := 0
+	by := map[string]int{}
+	for _, w := range ws {
+		if w.Live {
+			n++
+			by[workerHost(w)]++
+		}
+	}
+	hosts := slices.Sorted(maps.Keys(by))
+	parts := make([]string, len(hosts))
+	for i, h := range hosts {
+		parts[i] = fmt.Sprintf("%s %d", h, by[h])
+	}
+	if n == 0 {
+		return "workers 0"
+	}
+	return fmt.Sprintf("workers %d (%s)", n, strings.Join(parts, ", "))
 }
 
 // line is a plain progress line.

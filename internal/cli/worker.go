@@ -52,8 +52,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *n < 1 || *n > maxWorkers {
 		return badInputf("poolrun worker: -j %d: want a number of workers from 1 to %d", *n, maxWorkers)
 	}
-	if _, err := cluster.ReadJoinFile(*joinFile); err != nil {
+	j, err := cluster.ReadJoinFile(*joinFile)
+	if err != nil {
 		return badInput(fmt.Errorf("poolrun worker: --join-file %s: %w", *joinFile, err))
+	}
+	// Once, before any worker starts (each checks again as it joins).
+	if err := j.CheckOutputs(); err != nil {
+		return fmt.Errorf("poolrun worker: not joining: %w", err)
 	}
 	if *n == 1 {
 		return cluster.Work(ctx, *joinFile)
@@ -77,7 +82,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // checkListen checks --listen and --join-file: both or neither, and an
 // address HOST:PORT. Off loopback the pool's server speaks TLS, with
-// certificates of its own (see package cluster).
+// certificates of its own or those of --tls-cert (see package cluster).
 func checkListen(listen, joinFile string) error {
 	if (listen == "") != (joinFile == "") {
 		return badInputf("poolrun: --listen and --join-file go together")
@@ -87,6 +92,31 @@ func checkListen(listen, joinFile string) error {
 	}
 	if _, _, err := net.SplitHostPort(listen); err != nil {
 		return badInputf("poolrun: --listen %s: want HOST:PORT, such as 127.0.0.1:4222 or 0.0.0.0:4222", listen)
+	}
+	return nil
+}
+
+// checkTLSFlags checks --tls-cert and --tls-key: both or neither, with
+// --listen, and files that can be read (package cluster checks what they
+// hold when the server starts).
+func checkTLSFlags(listen, cert, key string) error {
+	if cert == "" && key == "" {
+		return nil
+	}
+	switch {
+	case listen == "":
+		return badInputf("poolrun: --tls-cert and --tls-key are for the server of --listen: give --listen too")
+	case cert == "":
+		return badInputf("poolrun: --tls-key %s: give its certificate with --tls-cert", key)
+	case key == "":
+		return badInputf("poolrun: --tls-cert %s: give its private key with --tls-key", cert)
+	}
+	for _, f := range [][2]string{{"--tls-cert", cert}, {"--tls-key", key}} {
+		fh, err := os.Open(f[1])
+		if err != nil {
+			return badInputf("poolrun: %s: %v", f[0], err)
+		}
+		fh.Close()
 	}
 	return nil
 }
