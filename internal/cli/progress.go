@@ -33,8 +33,9 @@ type progress struct {
 
 	// stats, for a pool that workers join from elsewhere (nil otherwise):
 	// the status then counts the live workers by host, at most every
-	// hostsEvery (hosts, at hostsAt).
+	// hostsEvery (live of them, said in hosts, at hostsAt).
 	stats   func() engine.Stats
+	live    int
 	hosts   string
 	hostsAt time.Time
 
@@ -155,12 +156,16 @@ func (p *progress) status() string {
 	e := p.last
 	p.mu.Unlock()
 	c := e.Counts
-	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], p.slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
+	slots, workers := p.slots, ""
+	if p.stats != nil {
+		slots, workers = p.workers()
+	}
+	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
 	if n := c[engine.Cancelled]; n > 0 {
 		s += fmt.Sprintf("  cancelled %d", n)
 	}
-	if p.stats != nil {
-		s += "  " + p.workers()
+	if workers != "" {
+		s += "  " + workers
 	}
 	return s
 }
@@ -168,20 +173,20 @@ func (p *progress) status() string {
 // hostsEvery is how often the status counts the workers again.
 const hostsEvery = time.Second
 
-// workers says how many workers the pool has and on which hosts, as
-// "workers 5 (a 2, b 3)", by host name.
-func (p *progress) workers() string {
+// workers returns how many workers the pool has, and says it with their
+// hosts, as "workers 5 (a 2, b 3)", by host name.
+func (p *progress) workers() (int, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.hostsAt.IsZero() && time.Since(p.hostsAt) < hostsEvery {
-		return p.hosts
+	if p.hostsAt.IsZero() || time.Since(p.hostsAt) >= hostsEvery {
+		p.live, p.hosts = workersByHost(p.stats().Workers)
+		p.hostsAt = time.Now()
 	}
-	p.hosts, p.hostsAt = workersByHost(p.stats().Workers), time.Now()
-	return p.hosts
+	return p.live, p.hosts
 }
 
-// workersByHost counts the live workers of ws by host.
-func workersByHost(ws []engine.WorkerStats) string {
+// workersByHost counts the live workers of ws, and says it by host.
+func workersByHost(ws []engine.WorkerStats) (int, string) {
 	n := 0
 	by := map[string]int{}
 	for _, w := range ws {
@@ -196,9 +201,9 @@ func workersByHost(ws []engine.WorkerStats) string {
 		parts[i] = fmt.Sprintf("%s %d", h, by[h])
 	}
 	if n == 0 {
-		return "workers 0"
+		return 0, "workers 0"
 	}
-	return fmt.Sprintf("workers %d (%s)", n, strings.Join(parts, ", "))
+	return n, fmt.Sprintf("workers %d (%s)", n, strings.Join(parts, ", "))
 }
 
 // line is a plain progress line.

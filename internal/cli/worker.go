@@ -17,14 +17,22 @@ const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
 
 Joins the pool whose join file is FILE, on this host or another, as N worker
 processes (default 1), and serves it until it ends. The pool was started
-with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold");
-the join file holds its address and its credential: copy it to this host
-(it is readable by its owner only, and must stay so: whoever holds it may
-run code in the pool's workers). The worker must be the same poolrun as
-the pool's: another build is refused, with both builds named.
+with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold").
 
-Output folders (--out of scaffold, the outputs of run's jobs) must be on
-storage that this host sees at the same path.
+The join file (JSON, mode 0600) holds what a worker needs to join: the
+pool's address, its credential (a random token), the fingerprint of the
+pool's build, what TLS needs off loopback (the certificate of the
+authority made for the pool, or those of the pool's --tls-cert, which the
+worker trusts and nothing else), and the pool's output folders. Copy it
+to this host and keep it readable by its owner only: whoever can read it
+can join the pool and run jobs as you. The worker must be the same
+poolrun as the pool's: another build is refused, with both builds named.
+
+Output folders (--out of scaffold; for run, the workflow file's folder and
+the working folder) must be on storage that this host sees, at the same
+path: before joining, the worker creates and removes a file of its own in
+each, and refuses (exit status 1, naming the folder and this host) where
+it cannot. Items are built in each worker's scratch folder on this host.
 
 Example, with the pool on host a and more workers on host b:
   a$ poolrun scaffold --listen 0.0.0.0:4222 --join-file run.join -j 2
