@@ -242,3 +242,50 @@ func startJoiners(t *testing.T, joinFile string, n int) []*exec.Cmd {
 	}
 	return ws
 }
+
+// TestServerOwnCertAnyAddress: listening on every address, the server
+// takes a certificate that covers one of this host's addresses, and the
+// join file's URL gives that address; one that covers none of this host's
+// names is refused with an error that lists them.
+func TestServerOwnCertAnyAddress(t *testing.T) {
+	var ip string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			ip = n.IP.String()
+			break
+		}
+	}
+	if ip == "" {
+		t.Skip("no address other than loopback here")
+	}
+	dir := t.TempDir()
+	ca := newTestCA(t)
+	certFile, keyFile := ca.issue(t, dir, "pool", time.Now().Add(-time.Minute), ip)
+	s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(certFile, keyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := s.Join(5, "b")
+	if !strings.HasPrefix(j.URL, "tls://"+net.JoinHostPort(ip, "")) {
+		t.Errorf("URL %s, want tls://%s:PORT", j.URL, ip)
+	}
+	joinFile := filepath.Join(dir, "run.join")
+	if err := cluster.WriteJoinFile(joinFile, j); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := cluster.Dial(joinFile)
+	if err != nil {
+		t.Fatalf("trusting the join file's certificate: %v", err)
+	}
+	nc.Close()
+
+	other, otherKey := ca.issue(t, dir, "other", time.Now().Add(-time.Minute), "pool.example.org")
+	if s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(other, otherKey)); err == nil {
+		s.Close()
+		t.Error("a certificate for pool.example.org served on every address of this host")
+	} else if !strings.Contains(err.Error(), "covers pool.example.org, not ") || !strings.Contains(err.Error(), ip) {
+		t.Errorf("%v: want it to say what the certificate covers and this host's names (%s among them)", err, ip)
+	}
+}
