@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
 )
@@ -22,10 +23,51 @@ type Join struct {
 	// Build fingerprints the pool's build (its registered functions and
 	// protocol version): a worker of another build is refused.
 	Build string `json:"build,omitempty"`
-	// CA is, for a pool reached over TLS, the PEM certificate of the
-	// pool's own authority, which signed its server's certificate: a
-	// worker trusts that and nothing else.
+	// CA is, for a pool reached over TLS, what a worker trusts, and
+	// nothing else: the PEM certificate of the pool's own authority, which
+	// signed its server's certificate, or the certificates of the file
+	// given with TLSFiles.
 	CA string `json:"ca,omitempty"`
+	// Outputs are the folders where the pool's jobs write (absolute
+	// paths): a worker must be able to write in each, at the same path
+	// ([Join.CheckOutputs]).
+	Outputs []string `json:"outputs,omitempty"`
+}
+
+// CheckOutputs checks that this process can write in each of j's output
+// folders: it creates a file of its own there (a private, uniquely named
+// probe) and removes it. The error names the folder and this host: a
+// worker that cannot write there must not join, its jobs would fail.
+func (j Join) CheckOutputs() error {
+	for _, d := range j.Outputs {
+		if err := probeFolder(d); err != nil {
+			host, _ := osHostname()
+			return fmt.Errorf("cluster: this host (%s) cannot write in the pool's output folder %s: %w; "+
+				"the folder must be on storage that every host sees, at the same path", host, d, err)
+		}
+	}
+	return nil
+}
+
+// probeFolder creates a private file in dir and removes it.
+func probeFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errors.New("not a folder")
+	}
+	f, err := os.CreateTemp(dir, ".poolrun-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	err = f.Close()
+	if rerr := os.Remove(name); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // maxJoinFile bounds the size of a join file that ReadJoinFile reads.
@@ -75,6 +117,11 @@ func ReadJoinFile(path string) (Join, error) {
 		return j, fmt.Errorf("cluster: join file %s: no token", path)
 	case j.Protocol <= 0:
 		return j, fmt.Errorf("cluster: join file %s: no protocol version", path)
+	}
+	for _, d := range j.Outputs {
+		if !filepath.IsAbs(d) {
+			return j, fmt.Errorf("cluster: join file %s: output folder %q: not an absolute path", path, d)
+		}
 	}
 	return j, nil
 }

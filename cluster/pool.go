@@ -75,11 +75,11 @@ type Listener struct {
 	capacity int
 }
 
-// Listen starts the pool's server on addr (see [Start]) and writes the
-// join file at joinFile. Pass l.Option() to engine.New, and Close l after
-// Run has returned.
-func Listen(addr, joinFile string, capacity int) (*Listener, error) {
-	srv, err := Start(addr)
+// Listen starts the pool's server on addr (see [Start], which takes the
+// options) and writes the join file at joinFile. Pass l.Option() to
+// engine.New, and Close l after Run has returned.
+func Listen(addr, joinFile string, capacity int, options ...ServerOption) (*Listener, error) {
+	srv, err := Start(addr, options...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +156,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 			Control: newStreamWriter(nc, workerSubject(req.ID, "ctl")),
 			Replies: rep,
 			Window:  newKVPublisher(kv, req.ID, l.capacity),
+			Host:    req.Host,
 		}
 		// The worker subscribed before asking; the answer goes before
 		// the handshake, which it then reads.
@@ -207,10 +208,15 @@ func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader
 
 // Work joins the pool of joinFile as one worker and serves it until the
 // pool stops it, the connection ends, or ctx ends. The program must be
-// the pool's (the same registered functions, the same protocol).
+// the pool's (the same registered functions, the same protocol), and able
+// to write in the pool's output folders ([Join.CheckOutputs]), or it does
+// not join.
 func Work(ctx context.Context, joinFile string) error {
 	j, err := ReadJoinFile(joinFile)
 	if err != nil {
+		return err
+	}
+	if err := j.CheckOutputs(); err != nil {
 		return err
 	}
 	lost := make(chan struct{})

@@ -25,15 +25,61 @@ type Server struct {
 	token string
 	store string // JetStream's private folder, removed by Close
 	url   string
-	ca    string // PEM of the pool's certificate authority, with TLS
+	ca    string // PEM of what a worker trusts, with TLS
+	outs  []string
+}
+
+// A ServerOption is an option of [Start] (and [Listen]).
+type ServerOption func(*serverSettings)
+
+type serverSettings struct {
+	certFile, keyFile string
+	outputs           []string
+}
+
+// TLSFiles makes the server present the certificate of certFile (PEM: the
+// server's certificate first, then any intermediates) with the private key
+// of keyFile, on any address, loopback included, instead of certificates
+// made for the pool. The certificate must cover the host of the listen
+// address (for 0.0.0.0 or ::, this host's name or one of its addresses),
+// and its key must match it. The join file then carries the certificates
+// of certFile, and a worker trusts those and nothing else (the system's
+// roots play no part, so a certificate of a public authority and one of
+// a private one work alike).
+func TLSFiles(certFile, keyFile string) ServerOption {
+	return func(s *serverSettings) { s.certFile, s.keyFile = certFile, keyFile }
+}
+
+// Outputs names the folders where the pool's jobs write (absolute paths,
+// which must be on storage that every host sees at the same path). The
+// join file carries them, and a worker checks that it can write in each
+// before it joins ([Join.CheckOutputs]).
+func Outputs(dirs ...string) ServerOption {
+	return func(s *serverSettings) { s.outputs = append(s.outputs, dirs...) }
 }
 
 // Start starts a NATS server with JetStream in this process, listening on
 // addr (host:port; port 0 picks a free one; "" is 127.0.0.1:0), with a new
 // random token that every client must present. JetStream keeps its state
 // in memory; its folder is a private one on a memory file system where
-// there is one ($TMPDIR otherwise), removed by Close.
-func Start(addr string) (*Server, error) {
+// there is one ($TMPDIR otherwise), removed by Close. Off loopback the
+// server speaks TLS, with certificates made for the pool unless
+// [TLSFiles] gives its own.
+func Start(addr string, options ...ServerOption) (*Server, error) {
+	var set serverSettings
+	for _, o := range options {
+		o(&set)
+	}
+	outs := make([]string, 0, len(set.outputs))
+	for _, d := range set.outputs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("cluster: output folder %q: not an absolute path", d)
+		}
+		outs = append(outs, filepath.Clean(d))
+	}
+	if (set.certFile == "") != (set.keyFile == "") {
+		return nil, errors.New("cluster: a TLS certificate needs its key, and a key its certificate")
+	}
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -51,6 +97,13 @@ func Start(addr string) (*Server, error) {
 	token, err := newToken()
 	if err != nil {
 		return nil, err
+	}
+	var own *ownCert
+	if set.certFile != "" {
+		// Before anything is made: a bad certificate leaves nothing behind.
+		if own, err = loadCert(set.certFile, set.keyFile, host); err != nil {
+			return nil, err
+		}
 	}
 	sweepStores(memoryFolder())
 	store, err := os.MkdirTemp(memoryFolder(), storePrefix)
@@ -82,7 +135,12 @@ func Start(addr string) (*Server, error) {
 	urlHost := host
 	scheme := "nats"
 	var caPEM []byte
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if own != nil {
+		opts.TLS = true
+		opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{own.cert}, MinVersion: tls.VersionTLS12}
+		opts.TLSTimeout = 5
+		urlHost, scheme, caPEM = own.name, "tls", own.trust
+	} else if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		names, err := listenNames(host)
 		if err != nil {
 			os.RemoveAll(store)
@@ -110,7 +168,7 @@ func Start(addr string) (*Server, error) {
 		os.RemoveAll(store)
 		return nil, fmt.Errorf("cluster: the server on %s did not accept clients within %v", addr, readyTimeout)
 	}
-	s := &Server{ns: ns, token: token, store: store, ca: string(caPEM)}
+	s := &Server{ns: ns, token: token, store: store, ca: string(caPEM), outs: outs}
 	a, ok := ns.Addr().(*net.TCPAddr)
 	if !ok {
 		s.Close()
@@ -128,7 +186,7 @@ func (s *Server) URL() string { return s.url }
 
 // Join returns the join file's content for this server.
 func (s *Server) Join(protocol int, build string) Join {
-	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build, CA: s.ca}
+	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build, CA: s.ca, Outputs: s.outs}
 }
 
 // Close stops the server, closes its port and removes its JetStream

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // one without it, or with another, is refused; after Close the port is
 // closed and JetStream's folder is gone.
 func TestServer(t *testing.T) {
-	before, _ := filepath.Glob("/dev/shm/poolrun-nats-*")
+	before := ownStores()
 	s, err := cluster.Start("")
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +87,24 @@ func TestServer(t *testing.T) {
 		c.Close()
 		t.Errorf("the port of %s is still open after Close", j.URL)
 	}
-	after, _ := filepath.Glob("/dev/shm/poolrun-nats-*")
-	for _, d := range after {
+	for _, d := range ownStores() {
 		if !slices.Contains(before, d) {
 			t.Errorf("%s is still there after Close", d)
 		}
 	}
+}
+
+// ownStores returns the JetStream folders of this process's servers (other
+// processes, tests run in parallel, have theirs).
+func ownStores() []string {
+	all, _ := filepath.Glob("/dev/shm/poolrun-nats-*")
+	var own []string
+	for _, d := range all {
+		if b, err := os.ReadFile(filepath.Join(d, ".poolrun-nats-owner")); err == nil && string(b) == strconv.Itoa(os.Getpid()) {
+			own = append(own, d)
+		}
+	}
+	return own
 }
 
 // TestStoresSwept: the JetStream folder of a pool killed with SIGKILL
@@ -153,7 +166,7 @@ func TestStartBadAddress(t *testing.T) {
 func TestJoinFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.join")
-	want := cluster.Join{URL: "nats://127.0.0.1:4222", Token: "t0k", Protocol: 5, Build: "b"}
+	want := cluster.Join{URL: "nats://127.0.0.1:4222", Token: "t0k", Protocol: 5, Build: "b", Outputs: []string{"/shared/out"}}
 	if err := cluster.WriteJoinFile(path, want); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +177,7 @@ func TestJoinFile(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600: the file holds the pool's credential", fi.Mode().Perm())
 	}
-	if got, err := cluster.ReadJoinFile(path); err != nil || got != want {
+	if got, err := cluster.ReadJoinFile(path); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("read back %+v, %v; want %+v", got, err, want)
 	}
 	for name, text := range map[string]string{
@@ -173,6 +186,7 @@ func TestJoinFile(t *testing.T) {
 		"no token":      `{"url":"nats://x:1","protocol":5}`,
 		"no url":        `{"token":"t","protocol":5}`,
 		"no protocol":   `{"url":"nats://x:1","token":"t"}`,
+		"relative out":  `{"url":"nats://x:1","token":"t","protocol":5,"outputs":["out"]}`,
 		"huge":          strings.Repeat(" ", 70<<10),
 	} {
 		bad := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -116,4 +117,83 @@ func listenNames(host string) ([]string, error) {
 		return nil, errors.New("cluster: this host has no address other than loopback")
 	}
 	return names, nil
+}
+
+// ownCert is a certificate given with TLSFiles, ready to serve: what the
+// join file carries for a worker to trust (trust), and the name of the
+// listen host it covers, which the join file's URL gives.
+type ownCert struct {
+	cert  tls.Certificate
+	trust []byte
+	name  string
+}
+
+// loadCert reads the certificate of certFile and the key of keyFile and
+// checks that they go together, that the certificate is valid now, and that
+// it covers host (the listen address's; for an unspecified one, a name or
+// address of this host).
+func loadCert(certFile, keyFile, host string) (*ownCert, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS certificate: %w", err)
+	}
+	var trust []byte
+	var leaf *x509.Certificate
+	for rest := certPEM; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: TLS certificate %s: %w", certFile, err)
+		}
+		if leaf == nil {
+			leaf = c
+		}
+		trust = append(trust, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
+	}
+	if leaf == nil {
+		return nil, fmt.Errorf("cluster: TLS certificate %s: no PEM certificate in it", certFile)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS key %s and certificate %s: %w", keyFile, certFile, err)
+	}
+	now := time.Now()
+	if now.Before(leaf.NotBefore) || now.After(leaf.NotAfter) {
+		return nil, fmt.Errorf("cluster: TLS certificate %s: valid from %s to %s, not now",
+			certFile, leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	names, err := listenNames(host)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if leaf.VerifyHostname(n) == nil {
+			return &ownCert{cert: cert, trust: trust, name: n}, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: TLS certificate %s covers %s, not %s", certFile, covers(leaf), strings.Join(names, " or "))
+}
+
+// covers says which names and addresses c is valid for.
+func covers(c *x509.Certificate) string {
+	var names []string
+	names = append(names, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		return "no host name or address (a common name alone does not count)"
+	}
+	return strings.Join(names, ", ")
 }

@@ -246,6 +246,7 @@ type pipeLink struct {
 	// remote: a worker the pool did not start (Admit), reached through
 	// streams only: it cannot be killed, only left.
 	remote bool
+	host   string // a remote worker's host name (RemoteWorker.Host)
 	// The worker process's stdout and stderr, passed on; the stderr
 	// copy keeps its tail.
 	stdout, stderr *outputCopy
@@ -419,7 +420,7 @@ func (l *pipeLink) readLoop(out chan<- msg) {
 		if params != l.params {
 			return fmt.Errorf("engine: protocol: the worker applies %+v, the pool asked for %+v", params, l.params)
 		}
-		out <- msg{from: l, hello: &hello{pid: int(pid), win: l.joinWin}}
+		out <- msg{from: l, hello: &hello{pid: int(pid), host: l.host, win: l.joinWin}}
 		var batch []*reply
 		// flush reports the replies batched so far, then m (if any), in
 		// the order the worker wrote them.

@@ -15,6 +15,7 @@ type place struct {
 	index int
 	l     link      // nil while no worker holds the place
 	pid   int       // of the worker that holds the place, or held it last
+	host  string    // of a worker that joined from elsewhere, as it said
 	win   publisher // the window its workers read
 	held  refCounts // the keys of the jobs in flight on its worker
 
@@ -69,7 +70,7 @@ func (pl *place) holds(k uint64) bool {
 }
 
 func (pl *place) stats() WorkerStats {
-	return WorkerStats{Index: pl.index, PID: pl.pid, Jobs: pl.jobs, Restarts: pl.restarts,
+	return WorkerStats{Index: pl.index, PID: pl.pid, Host: pl.host, Live: pl.l != nil && pl.ready && !pl.removed, Jobs: pl.jobs, Restarts: pl.restarts,
 		Evicted: pl.evicted, BudgetEvicted: pl.budgetEvicted, PeakRSS: pl.peakRSS,
 		Cache: addStats(pl.past, pl.cur)}
 }
@@ -195,7 +196,7 @@ func (s *scheduler) checkHandshakes(now time.Time) {
 
 // hello marks pl's worker ready. p.mu is held.
 func (s *scheduler) hello(pl *place, h *hello) {
-	pl.ready, pl.pid = true, h.pid
+	pl.ready, pl.pid, pl.host = true, h.pid, h.host
 	if pl.timer != nil {
 		pl.timer.Stop()
 		pl.timer = nil

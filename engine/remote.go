@@ -88,6 +88,9 @@ type RemoteWorker struct {
 	Control io.WriteCloser // cancels and revokes to the worker
 	Replies io.ReadCloser  // frames from the worker
 	Window  WindowPublisher
+	// Host is the name of the worker's host, as the worker said it, for
+	// the pool's figures ([WorkerStats.Host]); "" is unknown.
+	Host string
 }
 
 // Admit adds w to the running pool: the pool sends it the handshake, and
@@ -108,6 +111,7 @@ func (p *Pool) Admit(w RemoteWorker) error {
 	l := newPipeLink(w.Jobs, w.Replies, p.cfg.workerParams())
 	l.ctl = w.Control
 	l.remote = true
+	l.host = w.Host
 	l.joinWin = remotePublisher{w.Window}
 	l.begin(0, s.msgs)
 	return nil

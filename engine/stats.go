@@ -30,6 +30,13 @@ type Stats struct {
 type WorkerStats struct {
 	// Index numbers the place from 1. PID is its current (or last) process.
 	Index, PID int
+	// Host is the host name of a worker that joined from elsewhere
+	// ([Pool.Admit]), as it said when it joined; "" for the pool's own
+	// workers, which run on this host (PID is then of this host too).
+	Host string
+	// Live says that a worker holds the place now: it has answered the
+	// handshake and not gone. Progress displays count these.
+	Live bool
 	// Jobs counts the jobs its processes ran; Restarts the processes that
 	// replaced one that died.
 	Jobs, Restarts int

@@ -108,8 +108,9 @@ type byeInfo struct {
 // joined by itself brings the window it reads (made by its transport's
 // newWindow); the scheduler made those of the workers it started.
 type hello struct {
-	pid int
-	win publisher
+	pid  int
+	host string // of a worker that joined from elsewhere (RemoteWorker.Host)
+	win  publisher
 }
 
 // task is one job as a worker sees it.

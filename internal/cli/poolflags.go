@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,8 @@ type poolFlags struct {
 	listen      string // address of the pool's server for remote workers; "" none
 	joinFile    string
 	joinTimeout time.Duration
+	tlsCert     string // with --listen: the server's own certificate and key
+	tlsKey      string
 }
 
 // register registers the flags of a command that runs one pool: -j,
@@ -45,8 +48,10 @@ type poolFlags struct {
 func (f *poolFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
-	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file")
-	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential) to `FILE`, mode 0600")
+	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file. Output folders must be on storage every host sees, at the same path: a worker that cannot write there is refused")
+	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential, TLS trust, output folders) to `FILE`, mode 0600")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --listen: the server presents the certificate of `FILE` (PEM, then any intermediates; it must cover the --listen host), over TLS even on loopback, instead of one made for the pool; the join file carries it for the workers to trust")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --tls-cert: the certificate's private key, `FILE` (PEM)")
 	f.joinTimeout = 2 * time.Minute
 	fs.Var((*durationFlag)(&f.joinTimeout), "join-timeout", "with --listen and -j 0 (no local worker): give up when no worker has been there for `D`")
 	f.registerCommon(fs)
@@ -101,6 +106,9 @@ func (f *poolFlags) check() error {
 		return badInputf("poolrun: -j %d: want a number of workers from 1 to %d (or 0: serial, as --serial)", f.jobs, maxWorkers)
 	}
 	if err := checkListen(f.listen, f.joinFile); err != nil {
+		return err
+	}
+	if err := checkTLSFlags(f.listen, f.tlsCert, f.tlsKey); err != nil {
 		return err
 	}
 	return f.checkCommon()
@@ -262,12 +270,18 @@ func (s *session) options() []engine.Option {
 }
 
 // listen starts the pool's server for remote workers, with --listen; the
-// caller closes it with closeListener once the pool has run.
-func (s *session) listen() error {
+// caller closes it with closeListener once the pool has run. The join
+// file names outputs, the folders (absolute) where the jobs write, which a
+// worker checks it can write in before it joins.
+func (s *session) listen(outputs ...string) error {
 	if s.flags.listen == "" {
 		return nil
 	}
-	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, s.flags.capacity)
+	opts := []cluster.ServerOption{cluster.Outputs(outputs...)}
+	if s.flags.tlsCert != "" {
+		opts = append(opts, cluster.TLSFiles(s.flags.tlsCert, s.flags.tlsKey))
+	}
+	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, s.flags.capacity, opts...)
 	if err != nil {
 		return badInput(fmt.Errorf("poolrun: --listen %s: %w", s.flags.listen, err))
 	}
@@ -354,7 +368,11 @@ func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error
 		if s.listener != nil {
 			slots = maxWorkers // and those that join
 		}
-		s.prog = newProgress(ctx, s.stderr, slots)
+		var stats func() engine.Stats
+		if s.listener != nil {
+			stats = p.Stats // the status counts the workers by host
+		}
+		s.prog = newProgress(ctx, s.stderr, slots, stats)
 	}
 	start := time.Now()
 	var smp *sampler
@@ -419,10 +437,14 @@ type poolSettings struct {
 // process that holds it and those that held it before (a worker that dies
 // is replaced in its place).
 type workerReport struct {
-	Index    int `json:"index"`    // the place's number, from 1
-	PID      int `json:"pid"`      // its current (or last) process
-	Jobs     int `json:"jobs"`     // the jobs its processes ran
-	Restarts int `json:"restarts"` // the processes that replaced one that died
+	Index int `json:"index"` // the place's number, from 1
+	PID   int `json:"pid"`   // its current (or last) process, on Host
+	// Host is the name of the host its process runs on: the pool's own
+	// for local workers, the one a remote worker gave when it joined
+	// (poolrun worker). Omitted where unknown.
+	Host     string `json:"host,omitempty"`
+	Jobs     int    `json:"jobs"`     // the jobs its processes ran
+	Restarts int    `json:"restarts"` // the processes that replaced one that died
 	// Samples are the worker's cache bytes and resident memory over time,
 	// and the items it built and evicted between samples, taken every
 	// sample_seconds (or less, early in the run) while the pool ran and
@@ -455,7 +477,7 @@ type cacheReport struct {
 
 // reportWorker is one worker's entry of a report.
 func reportWorker(w engine.WorkerStats) workerReport {
-	return workerReport{Index: w.Index, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts,
+	return workerReport{Index: w.Index, PID: w.PID, Host: workerHost(w), Jobs: w.Jobs, Restarts: w.Restarts,
 		StaleEvictions: w.Evicted, BudgetEvictions: w.BudgetEvicted, PeakRSS: w.PeakRSS, Cache: cacheOf(w.Cache)}
 }
 
@@ -542,18 +564,26 @@ func writeReport(path string, r *report) error {
 	return atomicfile.Write(path, append(data, '\n'))
 }
 
-// printTable prints the per-worker summary and the pool's cache figures.
+// printTable prints the per-worker summary and the pool's cache figures;
+// with workers that joined from elsewhere, each worker's host too.
 func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "worker\tpid\tjobs\tbuilt\thits\tevicted\tpeak cache\tpeak RSS\tbuild time\t")
+	hosts := slices.ContainsFunc(st.Workers, func(ws engine.WorkerStats) bool { return ws.Host != "" })
+	host := func(s string) string {
+		if hosts {
+			return s + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintln(tw, "worker\t"+host("host")+"pid\tjobs\tbuilt\thits\tevicted\tpeak cache\tpeak RSS\tbuild time\t")
 	for _, ws := range st.Workers {
 		c := ws.Cache
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(ws.PeakRSS), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "%d\t%s%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, host(workerHost(ws)), ws.PID, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(ws.PeakRSS), roundDur(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
 		tot := st.Total()
 		c := tot.Cache
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(tot.PeakRSS), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", host(""), tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(tot.PeakRSS), roundDur(c.BuildTime))
 	}
 	tw.Flush()
 	var parts []string
@@ -645,4 +675,19 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 		}
 	}
 	return runErr
+}
+
+// thisHost is this host's name, as os.Hostname gives it ("" if it fails).
+var thisHost = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
+
+// workerHost is the name of the host of w's process: the one it gave
+// when it joined from elsewhere, else this host's.
+func workerHost(w engine.WorkerStats) string {
+	if w.Host != "" {
+		return w.Host
+	}
+	return thisHost()
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +30,14 @@ type progress struct {
 
 	mu   sync.Mutex
 	last engine.Event // the latest event, with its counts
+
+	// stats, for a pool that workers join from elsewhere (nil otherwise):
+	// the status then counts the live workers by host, at most every
+	// hostsEvery (live of them, said in hosts, at hostsAt).
+	stats   func() engine.Stats
+	live    int
+	hosts   string
+	hostsAt time.Time
 
 	// terminal
 	bars *mpb.Progress
@@ -65,8 +76,11 @@ func sameFile(a, b io.Writer) bool {
 	return err == nil && os.SameFile(sa, sb)
 }
 
-func newProgress(ctx context.Context, w io.Writer, slots int) *progress {
-	p := &progress{w: w, start: time.Now(), slots: max(slots, 1)}
+// newProgress starts the display of a pool that can run slots jobs at once;
+// stats, if not nil, gives the pool's figures, and the status then counts
+// its workers by host.
+func newProgress(ctx context.Context, w io.Writer, slots int, stats func() engine.Stats) *progress {
+	p := &progress{w: w, start: time.Now(), slots: max(slots, 1), stats: stats}
 	if isTerminal(w) {
 		// The bar stays until stop, not until ctx ends: what is printed
 		// above it while the pool stops after an interrupt is shown, not
@@ -142,11 +156,54 @@ func (p *progress) status() string {
 	e := p.last
 	p.mu.Unlock()
 	c := e.Counts
-	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], p.slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
+	slots, workers := p.slots, ""
+	if p.stats != nil {
+		slots, workers = p.workers()
+	}
+	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
 	if n := c[engine.Cancelled]; n > 0 {
 		s += fmt.Sprintf("  cancelled %d", n)
 	}
+	if workers != "" {
+		s += "  " + workers
+	}
 	return s
+}
+
+// hostsEvery is how often the status counts the workers again.
+const hostsEvery = time.Second
+
+// workers returns how many workers the pool has, and says it with their
+// hosts, as "workers 5 (a 2, b 3)", by host name.
+func (p *progress) workers() (int, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hostsAt.IsZero() || time.Since(p.hostsAt) >= hostsEvery {
+		p.live, p.hosts = workersByHost(p.stats().Workers)
+		p.hostsAt = time.Now()
+	}
+	return p.live, p.hosts
+}
+
+// workersByHost counts the live workers of ws, and says it by host.
+func workersByHost(ws []engine.WorkerStats) (int, string) {
+	n := 0
+	by := map[string]int{}
+	for _, w := range ws {
+		if w.Live {
+			n++
+			by[workerHost(w)]++
+		}
+	}
+	hosts := slices.Sorted(maps.Keys(by))
+	parts := make([]string, len(hosts))
+	for i, h := range hosts {
+		parts[i] = fmt.Sprintf("%s %d", h, by[h])
+	}
+	if n == 0 {
+		return 0, "workers 0"
+	}
+	return n, fmt.Sprintf("workers %d (%s)", n, strings.Join(parts, ", "))
 }
 
 // line is a plain progress line.

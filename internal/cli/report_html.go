@@ -483,6 +483,8 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 	switch {
 	case serial:
 		who = "serial: poolrun itself"
+	case w.PID > 0 && w.Host != "":
+		who = fmt.Sprintf("pid %d on %s", w.PID, w.Host)
 	case w.PID > 0:
 		who = fmt.Sprintf("pid %d", w.PID)
 	}
@@ -742,11 +744,11 @@ func totalsTable(p *page, r *report) {
 
 // workersTable shows each worker's figures, as poolrun prints them.
 func workersTable(p *page, r *report) {
-	p.f("<table class=\"workers\">\n<tr><th>worker</th><th>pid</th><th>jobs</th><th>restarts</th><th>built</th><th>hits</th><th>evicted</th><th>by policy</th><th>for budget</th><th>peak cache</th><th>peak RSS</th><th>build time</th><th>samples</th></tr>\n")
+	p.f("<table class=\"workers\">\n<tr><th>worker</th><th>host</th><th>pid</th><th>jobs</th><th>restarts</th><th>built</th><th>hits</th><th>evicted</th><th>by policy</th><th>for budget</th><th>peak cache</th><th>peak RSS</th><th>build time</th><th>samples</th></tr>\n")
 	for _, w := range r.Workers {
 		c := w.Cache
-		p.f("<tr><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
-			w.Index, w.PID, w.Jobs, w.Restarts, c.Builds, c.Hits, c.Evictions, w.StaleEvictions, w.BudgetEvictions,
+		p.f("<tr><td>%d</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
+			w.Index, esc(w.Host), w.PID, w.Jobs, w.Restarts, c.Builds, c.Hits, c.Evictions, w.StaleEvictions, w.BudgetEvictions,
 			esc(humanBytes(c.PeakBytes)), esc(rss(w.PeakRSS)), esc(roundDur(secondsDur(c.BuildTimeSeconds))), len(w.Samples))
 	}
 	p.f("</table>\n")

@@ -629,3 +629,22 @@ func FuzzReport(f *testing.F) {
 		parsePage(t, page.Bytes())
 	})
 }
+
+// TestPoolPageHosts: the page names each worker's host, in the workers'
+// table and beside its pid on the timeline, escaped.
+func TestPoolPageHosts(t *testing.T) {
+	r := testReport()
+	r.Workers[0].Host = "node-a"
+	r.Workers[1].Host = "node<b>"
+	var buf bytes.Buffer
+	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.Bytes()
+	parsePage(t, page)
+	for _, want := range []string{"<th>host</th>", "<td>node-a</td>", "<td>node&lt;b&gt;</td>", "pid 11 on node-a", "pid 21 on node&lt;b&gt;"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the page does not contain %q", want)
+		}
+	}
+}

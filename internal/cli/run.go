@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -98,6 +99,12 @@ fails, is interrupted or whose worker dies has its declared outputs removed
 (make's .DELETE_ON_ERROR), so that nothing half-written passes for done;
 a command that exits 0 without writing one of its outputs (a file that is
 missing, or as it was before it ran) fails its job with the output's name.
+
+With --listen, workers on other hosts (poolrun worker --join-file) run
+commands too, in the same working folder, and their outputs land in the
+workflow file's folder: both must be on storage that every host sees, at
+the same path, and a worker that cannot write in them is refused when it
+joins. Items stay in each worker's scratch folder, on its own host.
 -n (--dry-run) prints, in order, each job with "run" or "skip" and why, and
 runs nothing and writes nothing. --dag prints the job graph in Graphviz dot
 on standard output, jobs filled orange (run) or grey (skip), and runs
@@ -166,7 +173,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	s := newSession(&f, stderr)
-	if err := s.listen(); err != nil {
+	if err := s.listen(sharedFolders(wf.File)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
@@ -404,4 +411,18 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// sharedFolders are the folders of a run that remote workers write in,
+// absolute: the workflow file's folder (outputs: are relative to it) and,
+// where it differs, the current folder (where the commands run).
+func sharedFolders(wfFile string) []string {
+	var dirs []string
+	if d, err := filepath.Abs(filepath.Dir(wfFile)); err == nil {
+		dirs = append(dirs, d)
+	}
+	if wd, err := os.Getwd(); err == nil && (len(dirs) == 0 || wd != dirs[0]) {
+		dirs = append(dirs, wd)
+	}
+	return dirs
 }

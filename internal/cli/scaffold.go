@@ -29,7 +29,9 @@ builds it once and frees it as soon as no unfinished job needs it.
 Output files go under --out; each is written under a temporary name and
 renamed, so an interrupted run never leaves half a file. The result is the
 same for any -j, for --serial and for any eviction policy: compare the
-"checksum:" line.
+"checksum:" line. With --listen, the --out folder must be on storage that
+every host sees, at the same path: a worker (poolrun worker) that cannot
+write there is refused when it joins.
 
 A --config file larger than 16 MiB (scaffold.MaxConfigSize) is refused (exit
 status 2). -j is capped at the number of jobs (cell types and rules, times
@@ -103,7 +105,7 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	execflow.SweepScratch("")
 
 	s := newSession(&f.pool, stderr)
-	if err := s.listen(); err != nil {
+	if err := s.listen(out); err != nil {
 		return err
 	}
 	defer s.closeListener()

@@ -17,14 +17,22 @@ const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
 
 Joins the pool whose join file is FILE, on this host or another, as N worker
 processes (default 1), and serves it until it ends. The pool was started
-with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold");
-the join file holds its address and its credential: copy it to this host
-(it is readable by its owner only, and must stay so: whoever holds it may
-run code in the pool's workers). The worker must be the same poolrun as
-the pool's: another build is refused, with both builds named.
+with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold").
 
-Output folders (--out of scaffold, the outputs of run's jobs) must be on
-storage that this host sees at the same path.
+The join file (JSON, mode 0600) holds what a worker needs to join: the
+pool's address, its credential (a random token), the fingerprint of the
+pool's build, what TLS needs off loopback (the certificate of the
+authority made for the pool, or those of the pool's --tls-cert, which the
+worker trusts and nothing else), and the pool's output folders. Copy it
+to this host and keep it readable by its owner only: whoever can read it
+can join the pool and run jobs as you. The worker must be the same
+poolrun as the pool's: another build is refused, with both builds named.
+
+Output folders (--out of scaffold; for run, the workflow file's folder and
+the working folder) must be on storage that this host sees, at the same
+path: before joining, the worker creates and removes a file of its own in
+each, and refuses (exit status 1, naming the folder and this host) where
+it cannot. Items are built in each worker's scratch folder on this host.
 
 Example, with the pool on host a and more workers on host b:
   a$ poolrun scaffold --listen 0.0.0.0:4222 --join-file run.join -j 2
@@ -52,8 +60,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *n < 1 || *n > maxWorkers {
 		return badInputf("poolrun worker: -j %d: want a number of workers from 1 to %d", *n, maxWorkers)
 	}
-	if _, err := cluster.ReadJoinFile(*joinFile); err != nil {
+	j, err := cluster.ReadJoinFile(*joinFile)
+	if err != nil {
 		return badInput(fmt.Errorf("poolrun worker: --join-file %s: %w", *joinFile, err))
+	}
+	// Once, before any worker starts (each checks again as it joins).
+	if err := j.CheckOutputs(); err != nil {
+		return fmt.Errorf("poolrun worker: not joining: %w", err)
 	}
 	if *n == 1 {
 		return cluster.Work(ctx, *joinFile)
@@ -77,7 +90,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // checkListen checks --listen and --join-file: both or neither, and an
 // address HOST:PORT. Off loopback the pool's server speaks TLS, with
-// certificates of its own (see package cluster).
+// certificates of its own or those of --tls-cert (see package cluster).
 func checkListen(listen, joinFile string) error {
 	if (listen == "") != (joinFile == "") {
 		return badInputf("poolrun: --listen and --join-file go together")
@@ -87,6 +100,31 @@ func checkListen(listen, joinFile string) error {
 	}
 	if _, _, err := net.SplitHostPort(listen); err != nil {
 		return badInputf("poolrun: --listen %s: want HOST:PORT, such as 127.0.0.1:4222 or 0.0.0.0:4222", listen)
+	}
+	return nil
+}
+
+// checkTLSFlags checks --tls-cert and --tls-key: both or neither, with
+// --listen, and files that can be read (package cluster checks what they
+// hold when the server starts).
+func checkTLSFlags(listen, cert, key string) error {
+	if cert == "" && key == "" {
+		return nil
+	}
+	switch {
+	case listen == "":
+		return badInputf("poolrun: --tls-cert and --tls-key are for the server of --listen: give --listen too")
+	case cert == "":
+		return badInputf("poolrun: --tls-key %s: give its certificate with --tls-cert", key)
+	case key == "":
+		return badInputf("poolrun: --tls-cert %s: give its private key with --tls-key", cert)
+	}
+	for _, f := range [][2]string{{"--tls-cert", cert}, {"--tls-key", key}} {
+		fh, err := os.Open(f[1])
+		if err != nil {
+			return badInputf("poolrun: %s: %v", f[0], err)
+		}
+		fh.Close()
 	}
 	return nil
 }

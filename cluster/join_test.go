@@ -1,0 +1,90 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// TestCheckOutputs: a folder this process can write in passes, and the
+// probe leaves nothing in it; a folder that does not exist, or a file, is
+// refused with an error that names it and this host.
+func TestCheckOutputs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	if err := (cluster.Join{Outputs: []string{dir}}).CheckOutputs(); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("the probe left %v", names)
+	}
+	host, _ := os.Hostname()
+	for _, bad := range []string{filepath.Join(dir, "gone"), file} {
+		err := cluster.Join{Outputs: []string{dir, bad}}.CheckOutputs()
+		if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "("+host+")") {
+			t.Errorf("%s: %v, want an error that names it and host %s", bad, err, host)
+		}
+	}
+	if os.Getuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		os.Mkdir(ro, 0o500)
+		if err := (cluster.Join{Outputs: []string{ro}}).CheckOutputs(); err == nil || !strings.Contains(err.Error(), ro) {
+			t.Errorf("read-only %s: %v, want an error that names it", ro, err)
+		}
+	}
+}
+
+// TestWorkerCannotWrite: a worker process whose view of the pool's output
+// folder is not writable (here the folder is gone, as on a host that does
+// not share it) refuses to join: status 1, a message naming the folder and
+// its host, and the pool never has a worker.
+func TestWorkerCannotWrite(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	joinFile := filepath.Join(dir, "run.join")
+	l, err := cluster.Listen("", joinFile, 1000, cluster.Outputs(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if j, err := cluster.ReadJoinFile(joinFile); err != nil || len(j.Outputs) != 1 || j.Outputs[0] != out {
+		t.Fatalf("join file: %+v, %v; want the output folder %s", j, err, out)
+	}
+	os.Remove(out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	engine.Queue(p, slowSquare, 3)
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx) }()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	host, _ := os.Hostname()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("the worker: %v, want exit status 1", err)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, out) || !strings.Contains(msg, host) || !strings.Contains(msg, "cannot write") {
+		t.Errorf("the worker said %q; want it to name %s and host %s", msg, out, host)
+	}
+	if st := p.Stats(); len(st.Workers) != 0 {
+		t.Errorf("the pool has workers %+v, want none", st.Workers)
+	}
+	cancel()
+	<-ran
+}
