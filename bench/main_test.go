@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePublisher())
 	case "poolrun":
 		os.Exit(rolePoolrun())
+	case "cluster-worker":
+		os.Exit(roleClusterWorker())
 	default:
 		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
 		os.Exit(2)
