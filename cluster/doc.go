@@ -98,14 +98,15 @@
 // the commands):
 //
 //	remote workers                       1        2        4        8       16
-//	no-op jobs/s (3 runs)           27–47k   24–41k   27–33k   24–30k   23–24k
-//	window change seen, median      0.14 ms  0.24 ms  0.50 ms  1.1 ms   1.3–2.2 ms
-//	window change seen by all, p50  0.14 ms  0.31 ms  0.79 ms  1.9 ms   2.5–4.3 ms
+//	no-op jobs/s (3 runs)           26–47k   24–41k   27–33k   24–30k   23–24k
+//	window change seen, median      0.15 ms  0.24 ms  0.50 ms  1.1 ms   1.3–2.3 ms
+//	window change seen by all, p50  0.15 ms  0.31 ms  0.79 ms  1.9 ms   2.5–4.3 ms
 //
-// The jobs/s are bench's BenchmarkClusterWorkers (2 local workers over
-// pipes manage the same, about 1x, in the same runs: BenchmarkClusterDispatch);
-// the window's times are BenchmarkWindowSeen here, from the start of a
-// change of the required set to a worker seeing its generation.
+// The jobs/s are bench's BenchmarkClusterWorkers; with 2 workers of each
+// in the same runs (BenchmarkClusterDispatch), the cluster's rate over the
+// pipes' was 0.87 (median of 6; 0.51–1.28). The window's times are
+// BenchmarkWindowSeen here, from the start of a change of the required set
+// to a worker seeing its generation.
 //
 // # At 1,000 workers
 //
@@ -115,7 +116,7 @@
 //     publishes a changed set to each with a JetStream put, one after the
 //     other, each waiting for its acknowledgement, while the scheduler's
 //     lock is held. The time to the last worker grows linearly with the
-//     workers: 0.14 ms at 1, 2.5–4.3 ms at 16 above, so 150–250 ms a change
+//     workers: 0.15 ms at 1, 2.5–4.3 ms at 16 above, so 150–250 ms a change
 //     at 1,000, during which nothing is dispatched. With the default
 //     engine.EvictStale every entry is written when the items of the jobs
 //     not yet sent change, and one worker's when only the items of its own
@@ -127,10 +128,9 @@
 //     one connection carries every worker's streams and pings (2,000 pings
 //     a second).
 //   - The scheduler. One dispatch loop in the pool's process sends every
-//     job and takes every reply: 23–47k no-op jobs/s here whatever the
-//     number of workers, so at 1,000 workers each could have a job of
-//     under 25–50 ms of work before the pool, not the workers, sets the
-//     pace.
+//     job and takes every reply: 23–47k no-op jobs/s here, falling slowly
+//     as workers are added. At 25,000 jobs/s and 1,000 workers, jobs
+//     shorter than about 40 ms would leave workers waiting for the pool.
 //
 // What would change at that scale: one window watcher per host, which
 // follows the pool's set and writes the shared-memory window of that host's
