@@ -110,6 +110,7 @@ func benchWindowSeen(b *testing.B, n int) {
 	}
 	defer l.Close()
 	ws := make([]*watcher, n)
+	readies := make([]chan struct{}, n)
 	for i := range ws {
 		key := "w" + strconv.Itoa(i)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -146,6 +147,9 @@ func benchWindowSeen(b *testing.B, n int) {
 			}
 			close(w.seen)
 		}()
+		readies[i] = ready
+	}
+	for i, ready := range readies { // started together, waited for together
 		select {
 		case <-ready:
 		case <-time.After(30 * time.Second):
