@@ -93,9 +93,10 @@
 // engine.ErrTooLarge that gives both sizes; the pool goes on.
 //
 // Figures measured on loopback, on a 2-core virtual machine shared with
-// other work (load average 8–10 while measuring), with every worker a
-// process of its own on the same host (bench/README.md has the tables and
-// the commands):
+// other work (load average 8–10 while measuring: the local pool's own
+// no-op rate over pipes was a quarter of its figure on a quiet day), with
+// every worker a process of its own on the same host (bench/README.md has
+// the tables and the commands):
 //
 //	remote workers                       1        2        4        8       16
 //	no-op jobs/s (3 runs)           26–47k   24–41k   27–33k   24–30k   23–24k
