@@ -21,8 +21,10 @@
 //	p := engine.New(engine.Workers(2), l.Option()) // or engine.RemoteOnly(wait): no worker of its own
 //	// Queue jobs, then p.Run(ctx).
 //
-// The server listens on addr (host:port; "" is 127.0.0.1 with a free
-// port). JetStream keeps its state in memory: its file store has a limit of
+// The last argument of Listen is the capacity of a remote worker's window
+// in keys (as engine.WindowCapacity for the local ones): a larger set is
+// published as overflowed, and the worker keeps everything. The server
+// listens on addr (host:port; "" is 127.0.0.1 with a free port). JetStream keeps its state in memory: its file store has a limit of
 // 0 bytes, and its folder, private and on a memory file system where there
 // is one, is removed by Close (and, for a pool killed with SIGKILL, by the
 // next pool that starts). Every client must present the pool's random
