@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePublisher())
 	case "poolrun":
 		os.Exit(rolePoolrun())
+	case "forkwait-wait", "forkwait-poll":
+		os.Exit(roleForkWait(role))
 	case "cluster-worker":
 		os.Exit(roleClusterWorker())
 	default:

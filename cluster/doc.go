@@ -82,8 +82,9 @@
 // The worker follows the entry with a watch; before it evicts for a job
 // stamped with generation g, it waits up to a second until it has seen g,
 // with a direct get of the entry half-way through; if it still has not, it
-// evicts nothing, runs the job, and says so on its standard error. A
-// worker never evicts by a set older than its job's.
+// evicts nothing, runs the job, and says so on its standard error; until
+// it has seen its entry once, it keeps everything. A worker never evicts
+// by a set older than its job's.
 //
 // # Limits
 //

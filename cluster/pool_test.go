@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +66,11 @@ func TestMain(m *testing.M) {
 		os.Exit(parent(f))
 	}
 	if f := os.Getenv(envJoin); f != "" {
-		if err := cluster.Work(context.Background(), f); err != nil {
+		// As poolrun worker: SIGTERM asks the worker to leave.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		err := cluster.Work(ctx, f)
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)
 			os.Exit(1)
 		}
@@ -262,7 +268,7 @@ func TestOtherBuildRefused(t *testing.T) {
 		}
 		defer nc.Close()
 		for range 100 { // until the pool listens
-			m, err := nc.Request("poolrun.join", []byte(`{"id":"x","protocol":5,"build":"0ther"}`), time.Second)
+			m, err := nc.Request("poolrun.join", fmt.Appendf(nil, `{"id":"x","protocol":%d,"build":"0ther"}`, engine.ProtocolVersion), time.Second)
 			if err == nil {
 				answer = string(m.Data)
 				return nil

@@ -134,10 +134,21 @@ func newKVReader(kv nats.KeyValue, key string) (*kvReader, error) {
 	return r, nil
 }
 
+// lateBy, when not zero, makes a worker's window reach it late: the
+// watch takes every entry at least lateBy after it arrived (one after the
+// other), and the entry of a direct get lateBy after the get. Only tests
+// set it (window_internal_test.go, in a worker process of the test
+// binary), to check that a late window never makes a worker evict an item
+// that a job it runs still needs.
+var lateBy time.Duration
+
 func (r *kvReader) follow() {
 	for e := range r.w.Updates() {
 		if e == nil {
 			continue // the end of the initial values
+		}
+		if lateBy > 0 {
+			time.Sleep(lateBy)
 		}
 		r.take(e)
 	}
@@ -168,13 +179,17 @@ func (r *kvReader) Gen() uint64 {
 	return r.gen
 }
 
+// Snapshot copies the set the reader holds. Before it has seen any set
+// (generation 0: the pool has not published this worker's window yet, or
+// the entry has not arrived), the snapshot is overflowed: the worker keeps
+// every item, since it cannot tell which are still needed.
 func (r *kvReader) Snapshot(dst []uint64) (shm.Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gen == 0 && r.err != nil {
 		return shm.Snapshot{}, r.err
 	}
-	return shm.Snapshot{Gen: r.gen, Keys: append(dst[:0], r.keys...), Overflow: r.over}, nil
+	return shm.Snapshot{Gen: r.gen, Keys: append(dst[:0], r.keys...), Overflow: r.over || r.gen == 0}, nil
 }
 
 // WaitGen waits for the watch to bring generation gen; when it has not by
@@ -195,7 +210,9 @@ func (r *kvReader) WaitGen(gen uint64, deadline time.Time) bool {
 		}
 		if !asked && !now.Before(direct) {
 			asked = true
-			if e, err := r.kv.Get(r.key); err == nil {
+			if e, err := r.kv.Get(r.key); err == nil && lateBy > 0 {
+				time.AfterFunc(lateBy, func() { r.take(e) })
+			} else if err == nil {
 				r.take(e)
 				continue
 			}

@@ -1,11 +1,22 @@
 package cluster
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/engine"
 )
 
 func bucket(t *testing.T, s *Server, name string) nats.KeyValue {
@@ -104,4 +115,167 @@ func TestWindowLateWatch(t *testing.T) {
 	if snap, _ := r.Snapshot(nil); !slices.Equal(snap.Keys, []uint64{5}) {
 		t.Errorf("snapshot %+v, want [5]", snap)
 	}
+}
+
+// envLateBy, in a worker process of the test binary, sets lateBy: its
+// window reaches it that late. (Read here, in package cluster's own test
+// files, since lateBy is unexported; TestMain, in pool_test.go, then makes
+// the process a worker.)
+const envLateBy = "POOLRUN_TEST_LATE_BY"
+
+// envJoinFile is pool_test.go's envJoin: it makes the test binary a
+// remote worker of the pool whose join file it names.
+const envJoinFile = "POOLRUN_TEST_JOIN"
+
+func init() {
+	if d, err := time.ParseDuration(os.Getenv(envLateBy)); err == nil && os.Getenv(envJoinFile) != "" {
+		lateBy = d
+	}
+}
+
+// lateBuilds counts the builds of lateItem in this process.
+var lateBuilds atomic.Int64
+
+var lateItem = cachepool.Define("cluster_test.lateitem", func(ctx context.Context) ([]byte, error) {
+	lateBuilds.Add(1)
+	return make([]byte, 1<<10), nil
+})
+
+// lateReport is what a job of useLate saw in its worker.
+type lateReport struct {
+	PID    int
+	Had    bool  // the item was resident when the job started
+	Builds int64 // the builds of the item in the worker, after the job got it
+}
+
+var useLate = engine.Register("cluster_test.uselate", func(ctx context.Context, _ struct{}) (lateReport, error) {
+	had := cachepool.FromContext(ctx).Has(lateItem.Key())
+	if _, err := lateItem.Get(ctx); err != nil {
+		return lateReport{}, err
+	}
+	return lateReport{PID: os.Getpid(), Had: had, Builds: lateBuilds.Load()}, nil
+})
+
+// TestLateWindow: a window whose updates reach a remote worker late never
+// makes it evict an item that a job it runs still needs. Job A needs item
+// X; once A has ended, the pool publishes a set without X (no job needs X
+// then), and then, for job C, queued after that, a set with X again, and
+// sends C. The worker, which sees the window lateBy late, holds X from A
+// and sees the set without X before the one with X: evicting on it would
+// make C find X gone and build it again. The engine waits a second for a
+// job's set (half of it for the watch, then a direct get). 300 ms late,
+// the worker sees C's set within that second and C finds X. 700 ms late,
+// it sees the set without X, not C's set, by then: it must give up, keep
+// everything, and say so; C finds X. 1.5 s late, it sees neither: the
+// same.
+func TestLateWindow(t *testing.T) {
+	for _, late := range []time.Duration{300 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
+		t.Run(late.String(), func(t *testing.T) { testLateWindow(t, late) })
+	}
+}
+
+func testLateWindow(t *testing.T, late time.Duration) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envJoinFile+"="+joinFile, envLateBy+"="+late.String())
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("the worker: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("the worker had not exited 10 s after the pool ended")
+		}
+	}()
+
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	a := engine.Queue(p, useLate, struct{}{}, engine.Needs(lateItem))
+	var c *engine.Job[lateReport]
+	p.Go(func(ctx context.Context) error {
+		for a.Status() != engine.Running {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		before := p.Stats().Publishes // the worker's window lists X
+		<-a.Done()
+		// The set without X is published before C is queued.
+		for p.Stats().Publishes == before {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		c = engine.Queue(p, useLate, struct{}{}, engine.Needs(lateItem))
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ra, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("A: %+v; C: %+v; the pool published %d sets", ra, rc, p.Stats().Publishes)
+	if ra.PID != cmd.Process.Pid || rc.PID != cmd.Process.Pid {
+		t.Fatalf("A ran in %d, C in %d; want both in the remote worker %d", ra.PID, rc.PID, cmd.Process.Pid)
+	}
+	if !rc.Had || rc.Builds != 1 {
+		t.Errorf("C found X resident: %v, builds of X in the worker: %d; want true, 1: the worker evicted X on a stale set", rc.Had, rc.Builds)
+	}
+	if s := stderr.String(); s != "" {
+		t.Logf("the worker said:\n%s", s)
+	}
+	behind := strings.Contains(stderr.String(), "the window did not reach the job's generation in time")
+	switch {
+	case late < time.Second/2 && behind:
+		t.Errorf("with a window %v late the worker gave up waiting for it:\n%s", late, stderr.String())
+	case late > time.Second/2 && !behind:
+		t.Errorf("with a window %v late the worker did not say that it could not see the job's set:\n%s", late, stderr.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a process's output copier and the
+// test may use at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -527,6 +527,14 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 		s.revokedLocked(pl, j)
 		return
 	}
+	if rep.outcome == outcomeLeft {
+		// Its worker is leaving: not the job's failure. Aborted (or run
+		// again, with retries), as when a worker dies under its job.
+		if j.Status() == Running {
+			s.runEnded(pl, j, fmt.Errorf("left the pool while the job ran (asked to stop); the job returned: %s", rep.payload), pl.stopping)
+		}
+		return
+	}
 	pl.jobs++
 	if pl.served++; pl.served == 1 {
 		s.earlyDeaths = 0 // a worker serves: no crash loop
@@ -727,11 +735,19 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	if k != nil && k.silent {
 		why = fmt.Errorf("was killed: it had jobs and sent nothing for %v (stopped, say, or its reply pipe in disorder)", p.cfg.silence)
 	}
-	if !pl.saidBye {
+	// A worker that said goodbye without being asked to stop left the
+	// pool (asked to stop by its own signal): it started none of the jobs
+	// it still had.
+	left := pl.saidBye && !stopping
+	if left {
+		why = errLeft
+	}
+	if !pl.saidBye || left {
 		p.emit(Event{Kind: WorkerDied, Worker: pl.index, PID: pl.pid, Err: why})
 	}
 	s.left(pl)
 	switch {
+	case left:
 	case timedOut:
 		p.errs = append(p.errs, fmt.Errorf("engine: %v did not answer the handshake within %v and was killed", pl, p.cfg.startTimeout))
 		pl.removed = true
@@ -759,7 +775,7 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 		if j.Status() != Running {
 			continue
 		}
-		if i == 0 {
+		if i == 0 && !left {
 			s.runEnded(pl, j, why, stopping)
 			continue
 		}

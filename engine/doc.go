@@ -95,7 +95,8 @@
 //
 // [Workers](n) starts n worker processes; Workers(0) runs the very same loop
 // serially in a goroutine of this process, with the same statuses, events,
-// window and eviction. A worker whose process dies is replaced, even one
+// window and eviction, and [InProcess](n) in n goroutines at once, each
+// with a cache of its own, for jobs that wait on other processes. A worker whose process dies is replaced, even one
 // that dies at start; the job it was running is Aborted with
 // [ErrWorkerDied] (see Faults). A worker exits on its own
 // when its parent dies. Among the jobs whose dependencies are met, the one

@@ -54,6 +54,10 @@ var (
 	// because Run's context ended.
 	errStopped = errors.New("stopped")
 
+	// errLeft is why a worker that joined the pool by itself is gone when
+	// it said goodbye unasked: it was asked to stop (see Serve).
+	errLeft = errors.New("left the pool: it was asked to stop (SIGTERM, say)")
+
 	// errShortFrame reports a frame cut short: the stream ended inside it,
 	// or a field runs past its end.
 	errShortFrame = errors.New("engine: protocol: truncated frame")

@@ -24,8 +24,10 @@ const (
 	BudgetExceeded
 	// WorkerDied: a worker ended other than by the pool's normal stop: it
 	// died, was killed (for a timeout, a cancel or its silence), or was
-	// terminated because the pool stopped early (Worker, PID, and the end
-	// in Err). Its place is filled again while the pool runs.
+	// terminated because the pool stopped early, or left the pool when it
+	// was asked to stop (a worker that joined it: see [Serve]) (Worker,
+	// PID, and the end in Err). Its place is filled again while the pool
+	// runs, but for one that joined.
 	WorkerDied
 	// WindowOverflow: the unfinished jobs need more distinct items (Items)
 	// than a window has slots (Capacity, see [WindowCapacity]); the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
@@ -69,4 +71,27 @@ func Example() {
 	// Output:
 	// 4 + 9 + 16 = 29
 	// table built 1 time(s), evicted 1 time(s)
+}
+
+// wordCount counts the words a command prints: a job that spends its time
+// waiting for another process.
+var wordCount = engine.Register("example.wordCount", func(ctx context.Context, args []string) (int, error) {
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).Output()
+	return len(strings.Fields(string(out))), err
+})
+
+// ExampleInProcess runs jobs that wait on commands in goroutines of this
+// process, two at a time: a worker process would only relay them.
+func ExampleInProcess() {
+	p := engine.New(engine.InProcess(2))
+	a := engine.Queue(p, wordCount, []string{"echo", "one", "two", "three"})
+	b := engine.Queue(p, wordCount, []string{"echo", "four"})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	na, _ := a.Result()
+	nb, _ := b.Result()
+	fmt.Println(na, nb)
+	// Output: 3 1
 }

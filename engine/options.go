@@ -31,6 +31,7 @@ type config struct {
 	joiners      []func(ctx context.Context, p *Pool)
 	remoteOnly   time.Duration // > 0: no local worker; the longest wait without any (RemoteOnly)
 	workers      int
+	inProcess    bool // the workers are goroutines (InProcess)
 	failFast     bool
 	capacity     int
 	listener     func(Event)
@@ -73,7 +74,27 @@ func Workers(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("engine: Workers(%d): negative", n))
 	}
-	return func(c *config) { c.workers = n }
+	return func(c *config) { c.workers, c.inProcess = n, false }
+}
+
+// InProcess makes the pool's n workers goroutines of this process rather
+// than worker processes: each serves its jobs one at a time, with a cache
+// of its own, the same statuses, events, window and cache eviction as a
+// worker process; InProcess(1) is [Workers](0). It suits jobs that spend
+// their time waiting on something else (other processes, the network),
+// for which a worker process would only relay them: a job's argument and
+// result still cross as encoded values, but no process sits between the
+// pool and the job. What it loses is the isolation of processes: a job
+// that crashes the process (os.Exit, a fatal error) ends the pool, the
+// workers' items share this process's memory (its limit, its collector),
+// and a job that ignores the end of its context cannot be killed: it is
+// abandoned after the grace period, and a new goroutine takes its place.
+// n < 1 panics; the last of Workers and InProcess counts.
+func InProcess(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("engine: InProcess(%d): want at least one worker", n))
+	}
+	return func(c *config) { c.workers, c.inProcess = n, true }
 }
 
 // FailFast makes the first failure (a job that fails or is aborted, or a

@@ -31,22 +31,42 @@ const (
 	fdControl = 6 // cancels from the parent, read while a job runs
 )
 
-// pipeTransport starts workers as processes, or as one goroutine in serial
-// mode (cache non-nil). Their windows are in shared memory.
+// pipeTransport starts workers as processes, or as goroutines of this
+// process (local: serial mode, InProcess), each with a cache of its own.
+// Their windows are in shared memory.
 type pipeTransport struct {
 	capacity int
 	params   workerParams
 	out      chan<- msg
-	cache    *cachepool.Cache // serial mode: the in-process worker's cache
-	output   workerOutput     // where what the workers print goes
+	local    bool
+	output   workerOutput // where what the workers print goes
+
+	mu     sync.Mutex
+	caches map[int]*cachepool.Cache // local: by place index
 }
 
 func newProcessTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
 	return &pipeTransport{capacity: capacity, params: params, out: out}
 }
 
-func newSerialTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
-	return &pipeTransport{capacity: capacity, params: params, out: out, cache: cachepool.New()}
+// newLocalTransport makes the transport of serial mode and of InProcess:
+// its workers are goroutines of this process.
+func newLocalTransport(capacity int, params workerParams, out chan<- msg) *pipeTransport {
+	return &pipeTransport{capacity: capacity, params: params, out: out, local: true, caches: map[int]*cachepool.Cache{}}
+}
+
+// cache returns the cache of the local worker of place index: the same
+// for the worker that takes the place of one abandoned (see
+// abandonGrace), which may still run its job.
+func (t *pipeTransport) cache(index int) *cachepool.Cache {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.caches[index]
+	if c == nil {
+		c = cachepool.New()
+		t.caches[index] = c
+	}
+	return c
 }
 
 // withOutput makes the workers' output go to o (see WorkerOutput).
@@ -65,15 +85,17 @@ func (t *pipeTransport) newWindow() (publisher, error) {
 
 func (t *pipeTransport) start(index int, win publisher) (link, error) {
 	w := win.(shmPublisher).w
-	if t.cache != nil {
+	if t.local {
 		return t.startLocal(index, w)
 	}
 	return t.startProcess(index, w)
 }
 
 func (t *pipeTransport) close() {
-	if t.cache != nil {
-		t.cache.Clear()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.caches {
+		c.Clear()
 	}
 }
 
@@ -148,7 +170,7 @@ func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link
 	out := &jobOutput{stdout: newLineWriter(t.output.out()), stderr: newLineWriter(t.output.err())}
 	ctx = context.WithValue(ctx, jobOutputKey{}, out)
 	go func() {
-		err := serveLocal(ctx, lp.jobsR, lp.repW, lp.ctlR, shmView{win}, t.cache)
+		err := serveLocal(ctx, lp.jobsR, lp.repW, lp.ctlR, shmView{win}, t.cache(index))
 		out.stdout.flush()
 		out.stderr.flush()
 		lp.closeWorkers()

@@ -190,7 +190,9 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	case p.cfg.remoteOnly > 0:
 		tr, n = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 0
 	case n == 0:
-		tr, n = newSerialTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1
+		tr, n = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1
+	case p.cfg.inProcess:
+		tr = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
 	default:
 		tr = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
 	}

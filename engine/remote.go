@@ -131,12 +131,31 @@ func (r remotePublisher) close() publisher {
 // stream ends, or ctx ends. Cancels and revokes come on control; win is
 // the window the pool publishes for this worker. The jobs run with this
 // process's default cache (cachepool.Default).
+//
+// When ctx ends (the worker's process was asked to stop, with SIGTERM
+// say), the worker leaves the pool: it starts no other job; the job it
+// runs, if any, has its context cancelled, and if it then returns an
+// error rather than a value it is Aborted, as when a worker dies under
+// its job (run again where the pool allows retries); the cache is cleared
+// (the cleanups run), the worker says goodbye, so that the pool gives its
+// other jobs to other workers at once, and Serve returns nil. If jobs is
+// an io.Closer, Serve closes it then, to stop waiting for a job.
 func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader) error {
 	wc, params, err := acceptPipe(jobs, replies, control)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, wc, win, cachepool.Default(), params, true, new(atomic.Bool))
+	if c, ok := jobs.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+	}
+	cache := cachepool.Default()
+	err = serve(ctx, wc, win, cache, params, true, new(atomic.Bool))
+	if ctx.Err() == nil {
+		return err
+	}
+	cache.Clear()
+	return wc.bye(&byeInfo{stats: cache.Stats(), peakRSS: peakRSS()})
 }
 
 // ProtocolVersion is the version of the protocol between a pool and its

@@ -66,6 +66,9 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		case errors.Is(context.Cause(jctx), errParentCancelled):
 			rep.outcome = outcomeCancelled
 			rep.payload = []byte(errText(err, panicked))
+		case ctx.Err() != nil && (err != nil || panicked != nil):
+			rep.outcome = outcomeLeft
+			rep.payload = []byte(errText(err, panicked))
 		case panicked != nil:
 			rep.outcome = outcomePanic
 			rep.payload = []byte(panicked.Value.(string))
@@ -181,6 +184,9 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		}
 		t, stop, err := wc.next()
 		idle.Store(false)
+		if ctx.Err() != nil {
+			return ctx.Err() // start nothing new
+		}
 		if err == io.EOF {
 			return nil // the parent is gone or closed the pipe
 		}

@@ -141,6 +141,11 @@ const (
 	outcomeCancelled
 	// The job did not start: the parent took it back (link.revoke).
 	outcomeRevoked
+	// The worker's own context ended while the job ran (it was asked to
+	// leave: SIGTERM), and the job returned an error or panicked rather
+	// than a value (payload: what it returned). The job was not done; the
+	// parent treats it as a job whose worker died under it.
+	outcomeLeft
 )
 
 // reply is a worker's report of one finished job.

@@ -56,7 +56,7 @@ func TestWorkersJoinAndLeave(t *testing.T) {
 	var tr *joinTransport
 	p := New()
 	p.cfg.transport = func(capacity int, params workerParams, out chan<- msg) (transport, int) {
-		tr = &joinTransport{pt: newSerialTransport(capacity, params, out)}
+		tr = &joinTransport{pt: newLocalTransport(capacity, params, out)}
 		return tr, 0
 	}
 	var jobs []*Job[int]

@@ -19,20 +19,9 @@ var (
 	})
 )
 
-// modes runs f once with 2 worker processes and once serially.
-func modes(t *testing.T, f func(t *testing.T, workers int)) {
-	for _, w := range []int{2, 0} {
-		name := fmt.Sprintf("workers=%d", w)
-		if w == 0 {
-			name = "serial"
-		}
-		t.Run(name, func(t *testing.T) { f(t, w) })
-	}
-}
-
 func TestSingleJob(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		j := engine.Queue(p, square, 7)
 		if err := p.Run(context.Background()); err != nil {
 			t.Fatal(err)
@@ -48,9 +37,9 @@ func TestSingleJob(t *testing.T) {
 }
 
 func TestManyJobs(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		const n = 1000
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		jobs := make([]*engine.Job[int], n)
 		for i := range jobs {
 			jobs[i] = engine.Queue(p, square, i)
@@ -72,8 +61,8 @@ func TestManyJobs(t *testing.T) {
 }
 
 func TestFailingJob(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		ok := engine.Queue(p, divide, [2]int{10, 2})
 		bad := engine.Queue(p, divide, [2]int{1, 0}, engine.Label("case", "zero"))
 		err := p.Run(context.Background())

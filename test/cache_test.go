@@ -82,10 +82,10 @@ var resident = engine.Register("test.resident", func(ctx context.Context, _ stru
 // four. X is built at most once per worker, cleaned up exactly once per
 // build, and gone from the last job's worker when that job runs.
 func TestCacheSurvival(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		logPath := filepath.Join(t.TempDir(), "log")
 		t.Setenv(envLog, logPath)
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		first := engine.Queue(p, useItems, use{Name: "first"})
 		var mid []engine.Dep
 		for i := range 4 {
@@ -143,40 +143,45 @@ func count(lines []string, w string) int {
 	return n
 }
 
-// agreementPool queues a chain in which items P and Q come and go:
-// A(P) -> B(P,Q) -> C(Q) -> D() -> E(P).
-func agreementPool(t *testing.T, workers int) (*engine.Pool, *recorder, []*engine.Job[string]) {
+// agreementPool queues, on a pool over tr, a chain in which items P and Q
+// come and go: A(P) -> B(P,Q) -> C(Q) -> D() -> E(P).
+func agreementPool(t *testing.T, tr transport) (*engine.Pool, *recorder, []*engine.Job[string]) {
 	rec := &recorder{}
-	p, jobs := policyChain(engine.Workers(workers), engine.OnEvent(rec.add))
-	return p, rec, jobs
+	p := tr.New(t, engine.OnEvent(rec.add))
+	return p, rec, queuePolicyChain(p)
 }
 
-// TestSerialParallelAgree runs the same pool serially, with one worker and
-// with two: the status sequences of every job agree, and so (serially and
-// with one worker) does the log of builds, runs and cleanups, which is
-// exactly what the window implies.
+// TestSerialParallelAgree runs the same pool serially, with one and two
+// local workers, and with one and three remote workers over the cluster:
+// the status sequences of every job agree, and so (serially, with one
+// local worker and with one remote one) does the log of builds, runs and
+// cleanups, which is exactly what the window implies.
 func TestSerialParallelAgree(t *testing.T) {
 	type outcome struct {
 		statuses map[int][]engine.Status
 		log      []string
 		results  []string
 	}
-	run := func(workers int) outcome {
-		logPath := filepath.Join(t.TempDir(), "log")
-		t.Setenv(envLog, logPath)
-		p, rec, jobs := agreementPool(t, workers)
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		data, _ := os.ReadFile(logPath)
-		o := outcome{statuses: rec.statuses(t), log: strings.Split(strings.TrimSpace(string(data)), "\n")}
-		for _, j := range jobs {
-			v, _ := j.Result()
-			o.results = append(o.results, v)
-		}
+	run := func(tr transport) outcome {
+		var o outcome
+		t.Run(tr.name, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "log")
+			t.Setenv(envLog, logPath)
+			p, rec, jobs := agreementPool(t, tr)
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(logPath)
+			o = outcome{statuses: rec.statuses(t), log: strings.Split(strings.TrimSpace(string(data)), "\n")}
+			for _, j := range jobs {
+				v, _ := j.Result()
+				o.results = append(o.results, v)
+			}
+		})
 		return o
 	}
-	serial, one, two := run(0), run(1), run(2)
+	serial, one, two := run(serialTransport), run(transport{name: "one worker", workers: 1}), run(pipesTransport)
+	remoteOne, remoteThree := run(transport{name: "cluster, one worker", remote: 1}), run(clusterTransport)
 	wantLog := []string{
 		"build test.P", "run A",
 		"build test.Q", "run B",
@@ -188,10 +193,12 @@ func TestSerialParallelAgree(t *testing.T) {
 	if !slices.Equal(serial.log, wantLog) {
 		t.Errorf("serial log:\n%s\nwant:\n%s", strings.Join(serial.log, "\n"), strings.Join(wantLog, "\n"))
 	}
-	if !slices.Equal(one.log, serial.log) {
-		t.Errorf("one worker's log differs from the serial one:\n%s", strings.Join(one.log, "\n"))
+	for name, o := range map[string]outcome{"one worker": one, "one remote worker": remoteOne} {
+		if !slices.Equal(o.log, serial.log) {
+			t.Errorf("%s: the log differs from the serial one:\n%s", name, strings.Join(o.log, "\n"))
+		}
 	}
-	for name, o := range map[string]outcome{"one worker": one, "two workers": two} {
+	for name, o := range map[string]outcome{"one worker": one, "two workers": two, "one remote worker": remoteOne, "three remote workers": remoteThree} {
 		if !slices.Equal(o.results, serial.results) {
 			t.Errorf("%s: results %v, serial %v", name, o.results, serial.results)
 		}

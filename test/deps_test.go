@@ -41,8 +41,8 @@ var touch = engine.Register("test.touch", func(ctx context.Context, path string)
 })
 
 func TestDependencyOrder(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		a := engine.Queue(p, stamp, 30*time.Millisecond)
 		b := engine.Queue(p, stamp, 20*time.Millisecond)
 		c := engine.Queue(p, stamp, 0, engine.After(a, b))
@@ -68,8 +68,8 @@ func TestDependencyOrder(t *testing.T) {
 }
 
 func TestDependencyFailure(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		dir := t.TempDir()
 		bad := engine.Queue(p, fail, "broken input")
 		dep := engine.Queue(p, touch, filepath.Join(dir, "dep"), engine.After(bad))
@@ -108,9 +108,9 @@ func TestDependencyFailure(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		dir := t.TempDir()
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		long := engine.Queue(p, stamp, time.Minute)
 		queued := engine.Queue(p, touch, filepath.Join(dir, "queued"))
 		after := engine.Queue(p, touch, filepath.Join(dir, "after"), engine.After(queued))
@@ -170,9 +170,9 @@ func TestCancel(t *testing.T) {
 }
 
 func TestFailFast(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		dir := t.TempDir()
-		p := engine.New(engine.Workers(workers), engine.FailFast())
+		p := tr.New(t, engine.FailFast())
 		bad := engine.Queue(p, fail, "first failure")
 		var rest []*engine.Job[struct{}]
 		for i := range 50 {
@@ -234,8 +234,8 @@ func TestTwoPools(t *testing.T) {
 }
 
 func TestScheduler(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		var jobs []*engine.Job[int]
 		p.Go(func(ctx context.Context) error {
 			first := engine.Queue(p, square, 2)
@@ -272,9 +272,9 @@ func TestScheduler(t *testing.T) {
 // dependencies have succeeded, and its dependents run as after a success;
 // a skipped job after a failure is Cancelled like any other.
 func TestSkip(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		dir := t.TempDir()
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		first := engine.Queue(p, touch, filepath.Join(dir, "first"))
 		skipped := engine.Queue(p, touch, filepath.Join(dir, "skipped"), engine.After(first), engine.Skip())
 		after := engine.Queue(p, touch, filepath.Join(dir, "after"), engine.After(skipped))

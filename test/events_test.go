@@ -50,9 +50,9 @@ func (r *recorder) statuses(t *testing.T) map[int][]engine.Status {
 }
 
 func TestEvents(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		var rec recorder
-		p := engine.New(engine.Workers(workers), engine.OnEvent(rec.add))
+		p := tr.New(t, engine.OnEvent(rec.add))
 		a := engine.Queue(p, square, 2, engine.Label("step", "a"))
 		b := engine.Queue(p, fail, "no", engine.After(a))
 		c := engine.Queue(p, square, 3, engine.After(b))
@@ -96,8 +96,12 @@ func TestEvents(t *testing.T) {
 }
 
 func TestTicks(t *testing.T) {
+	modes(t, func(t *testing.T, tr transport) { testTicks(t, tr) })
+}
+
+func testTicks(t *testing.T, tr transport) {
 	var rec recorder
-	p := engine.New(engine.Workers(1), engine.OnEvent(rec.add), engine.Tick(20*time.Millisecond))
+	p := tr.New(t, engine.OnEvent(rec.add), engine.Tick(20*time.Millisecond))
 	engine.Queue(p, stamp, 300*time.Millisecond)
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)

@@ -29,8 +29,8 @@ var returnsChan = engine.Register("test.returnschan", func(ctx context.Context, 
 })
 
 func TestPanicAndEncoding(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t)
 		boom := engine.Queue(p, panicky, -1)
 		after := engine.Queue(p, panicky, 5, engine.After(engine.Queue(p, panicky, 4)))
 		badArg := engine.Queue(p, takesChan, withChan{C: make(chan int)})

@@ -131,8 +131,8 @@ func TestRetriesLimits(t *testing.T) {
 // context ends fails with context.DeadlineExceeded, and costs no worker;
 // JobTimeout overrides the pool's Timeout, and 0 there means none.
 func TestTimeout(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		p := engine.New(engine.Workers(workers), engine.Timeout(time.Hour))
+	modes(t, func(t *testing.T, tr transport) {
+		p := tr.New(t, engine.Timeout(time.Hour))
 		slow := engine.Queue(p, stamp, time.Minute, engine.JobTimeout(200*time.Millisecond))
 		free := engine.Queue(p, stamp, 300*time.Millisecond, engine.JobTimeout(0))
 		after := engine.Queue(p, square, 4)

@@ -31,10 +31,21 @@ func fanInJobs() int {
 }
 
 // TestDeepChain runs a chain of 10,000 jobs, each after the one before it,
-// on two workers: every job succeeds with its own value, and none started
-// before the one it waits for had ended.
+// on two workers (and serially, and a chain of 1,000 over the cluster,
+// where each link is a round trip through the NATS server): every job
+// succeeds with its own value, and none started before the one it waits
+// for had ended.
 func TestDeepChain(t *testing.T) {
-	p := engine.New(engine.Workers(2))
+	modes(t, func(t *testing.T, tr transport) {
+		n := chainLen
+		if tr.remote > 0 {
+			n /= 10
+		}
+		testDeepChain(t, tr.New(t), n)
+	})
+}
+
+func testDeepChain(t *testing.T, p *engine.Pool, chainLen int) {
 	jobs := make([]*engine.Job[int], chainLen)
 	jobs[0] = engine.Queue(p, inc, 0)
 	for i := 1; i < chainLen; i++ {
@@ -70,11 +81,19 @@ func TestDeepChain(t *testing.T) {
 }
 
 // TestWideFanIn runs a job after 50,000 others (see fanInJobs) on two
-// workers: it runs last, after every one of them has succeeded with its
-// value.
+// workers (and serially, and after a tenth of them over the cluster): it
+// runs last, after every one of them has succeeded with its value.
 func TestWideFanIn(t *testing.T) {
-	width := fanInJobs()
-	p := engine.New(engine.Workers(2))
+	modes(t, func(t *testing.T, tr transport) {
+		width := fanInJobs()
+		if tr.remote > 0 {
+			width /= 10
+		}
+		testWideFanIn(t, tr.New(t), width)
+	})
+}
+
+func testWideFanIn(t *testing.T, p *engine.Pool, width int) {
 	jobs := make([]*engine.Job[int], width)
 	deps := make([]engine.Dep, width)
 	for i := range jobs {

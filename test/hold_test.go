@@ -83,19 +83,19 @@ func builds(t *testing.T, prefix string) map[string]map[string]int {
 // TestPerWorkerEviction queues phases of jobs that need one item each,
 // short ones that stream to a worker several at a time and slower ones,
 // all at once, and runs them under the per-worker rule and the pool-wide
-// one, with and without affinity, on 2 workers and serially. No worker
+// one, with and without affinity, over the three transports. No worker
 // builds an item twice (the pool-wide rule never does on such a graph),
 // every result is right, and the per-worker rule holds no more than the
 // pool-wide one.
 func TestPerWorkerEviction(t *testing.T) {
-	for _, workers := range []int{2, 0} {
+	for _, tr := range []transport{pipesTransport, serialTransport, clusterTransport} {
 		for _, pol := range []engine.EvictPolicy{engine.EvictStale, engine.EvictPoolWide} {
 			for _, aff := range []bool{true, false} {
-				name := fmt.Sprintf("workers=%d/%v/affinity=%v", workers, pol, aff)
+				name := fmt.Sprintf("%s/%v/affinity=%v", tr.name, pol, aff)
 				t.Run(name, func(t *testing.T) {
 					logPath := filepath.Join(t.TempDir(), "log")
 					t.Setenv(envLog, logPath)
-					p := engine.New(engine.Workers(workers), engine.Evict(pol), engine.Affinity(aff))
+					p := tr.New(t, engine.Evict(pol), engine.Affinity(aff))
 					var jobs []*engine.Job[int]
 					n := 0
 					for ph := range 5 {
@@ -222,12 +222,12 @@ func TestIdleEviction(t *testing.T) {
 // turn, the cache never holds more than the budget, except for a job that
 // needs 3 items by itself, which still runs and is reported.
 func TestCacheBudget(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		t.Setenv(envLog, filepath.Join(t.TempDir(), "log"))
 		const budget = 5 << 19 // 2.5 MiB
 		var mu sync.Mutex
 		var over []int
-		p := engine.New(engine.Workers(workers), engine.Evict(engine.EvictNever), engine.CacheBudget(budget),
+		p := tr.New(t, engine.Evict(engine.EvictNever), engine.CacheBudget(budget),
 			engine.OnEvent(func(e engine.Event) {
 				if e.Kind == engine.BudgetExceeded {
 					mu.Lock()
@@ -266,7 +266,7 @@ func TestCacheBudget(t *testing.T) {
 
 		// A job that needs 3 items by itself exceeds the budget, runs, and
 		// is reported.
-		p = engine.New(engine.Workers(workers), engine.CacheBudget(budget), engine.OnEvent(func(e engine.Event) {
+		p = tr.New(t, engine.CacheBudget(budget), engine.OnEvent(func(e engine.Event) {
 			if e.Kind == engine.BudgetExceeded {
 				mu.Lock()
 				over = append(over, e.JobID)

@@ -25,8 +25,8 @@ var takes = engine.Register("test.takes", func(ctx context.Context, b []byte) (i
 // fail that job with ErrTooLarge, and the pool goes on. The limit here is
 // 1 MiB; TestValueLimitDefault checks the default's 64 MiB.
 func TestValueLimits(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
-		checkValueLimits(t, engine.New(engine.Workers(workers), engine.MaxValueSize(1<<20)), 1<<20)
+	modes(t, func(t *testing.T, tr transport) {
+		checkValueLimits(t, tr.New(t, engine.MaxValueSize(1<<20)), 1<<20)
 	})
 }
 
@@ -80,7 +80,7 @@ func checkValueLimits(t *testing.T, p *engine.Pool, limit int) {
 // job has ended, so 20 jobs with 8 MiB arguments do not keep 160 MiB alive
 // after Run, though the jobs themselves are still held.
 func TestArgumentsReleased(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		heap := func() uint64 {
 			runtime.GC()
 			var m runtime.MemStats
@@ -88,7 +88,7 @@ func TestArgumentsReleased(t *testing.T) {
 			return m.HeapAlloc
 		}
 		before := heap()
-		p := engine.New(engine.Workers(workers))
+		p := tr.New(t)
 		var jobs []*engine.Job[int]
 		for range 20 {
 			jobs = append(jobs, engine.Queue(p, takes, make([]byte, 8<<20)))

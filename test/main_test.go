@@ -58,6 +58,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "parent":
 		os.Exit(roleParent())
+	case "remote-worker":
+		os.Exit(roleRemoteWorker())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		os.Exit(2)

@@ -81,9 +81,10 @@ const maxLinePiece = 64 << 10
 // and in its job's order by the time Run returns, and a line longer than
 // the engine's bound comes in pieces of that bound that add up to it.
 func TestWorkerOutputWholeLines(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	// Not over the cluster: a remote worker's output stays on its host.
+	localModes(t, func(t *testing.T, tr transport) {
 		var stdout, stderr writeRecorder
-		p := engine.New(engine.Workers(workers), engine.WorkerOutput(&stdout, &stderr))
+		p := tr.New(t, engine.WorkerOutput(&stdout, &stderr))
 		const jobs, lines, long = 6, 300, 150 << 10
 		for j := range jobs {
 			a := printArg{Job: j, Lines: lines}
@@ -155,9 +156,10 @@ func TestWorkerOutputWholeLines(t *testing.T) {
 // TestWorkerOutputUnfinishedLine: what a worker prints last without a
 // newline comes when it ends, as it is, after the lines it ended.
 func TestWorkerOutputUnfinishedLine(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	// Not over the cluster: a remote worker's output stays on its host.
+	localModes(t, func(t *testing.T, tr transport) {
 		var stdout, stderr writeRecorder
-		p := engine.New(engine.Workers(workers), engine.WorkerOutput(&stdout, &stderr))
+		p := tr.New(t, engine.WorkerOutput(&stdout, &stderr))
 		engine.Queue(p, printLines, printArg{Job: 1, Lines: 2, Last: "no newline"})
 		if err := p.Run(context.Background()); err != nil {
 			t.Fatal(err)

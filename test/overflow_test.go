@@ -48,12 +48,12 @@ var residentOverflow = engine.Register("test.residentoverflow", func(ctx context
 // per worker, says when a window overflows and when it fits again, and
 // evicts as usual once it fits.
 func TestOverflow(t *testing.T) {
-	modes(t, func(t *testing.T, workers int) {
+	modes(t, func(t *testing.T, tr transport) {
 		logPath := filepath.Join(t.TempDir(), "log")
 		t.Setenv(envLog, logPath)
 		var mu sync.Mutex
 		var events []engine.Event
-		p := engine.New(engine.Workers(workers), engine.WindowCapacity(4), engine.OnEvent(func(e engine.Event) {
+		p := tr.newWithCapacity(t, 4, engine.WindowCapacity(4), engine.OnEvent(func(e engine.Event) {
 			if e.Kind == engine.WindowOverflow || e.Kind == engine.WindowFits {
 				mu.Lock()
 				events = append(events, e)

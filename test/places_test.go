@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,7 +137,7 @@ func TestStalledWorkerAtTheEnd(t *testing.T) {
 // what the marker is for; no panic.
 func TestWorkerStartedByHand(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), engine.WorkerEnv+"=5") // the protocol version (protoVersion in engine/wire.go)
+	cmd.Env = append(os.Environ(), engine.WorkerEnv+"="+strconv.Itoa(engine.ProtocolVersion))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()

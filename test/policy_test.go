@@ -18,6 +18,11 @@ import (
 // they happened, whichever workers ran them.
 func policyChain(opts ...engine.Option) (*engine.Pool, []*engine.Job[string]) {
 	p := engine.New(opts...)
+	return p, queuePolicyChain(p)
+}
+
+// queuePolicyChain queues policyChain's chain on p.
+func queuePolicyChain(p *engine.Pool) []*engine.Job[string] {
 	steps := []use{
 		{"A", []string{"test.P"}},
 		{"B", []string{"test.P", "test.Q"}},
@@ -36,7 +41,7 @@ func policyChain(opts ...engine.Option) (*engine.Pool, []*engine.Job[string]) {
 		}
 		jobs = append(jobs, engine.Queue(p, useItems, s, jo...))
 	}
-	return p, jobs
+	return jobs
 }
 
 // policyLogs is what a single worker (or serial mode) does with the chain
@@ -82,11 +87,12 @@ var policies = []engine.EvictPolicy{engine.EvictStale, engine.EvictNever, engine
 
 // runPolicyChain runs the chain and returns its log, checking the results
 // and that the workers' statistics agree with the log.
-func runPolicyChain(t *testing.T, workers int, pol engine.EvictPolicy) []string {
+func runPolicyChain(t *testing.T, tr transport, pol engine.EvictPolicy) []string {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "log")
 	t.Setenv(envLog, logPath)
-	p, jobs := policyChain(engine.Workers(workers), engine.Evict(pol))
+	p := tr.New(t, engine.Evict(pol))
+	jobs := queuePolicyChain(p)
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +117,7 @@ func runPolicyChain(t *testing.T, workers int, pol engine.EvictPolicy) []string 
 	if builds != uint64(b) || evictions != uint64(c) {
 		t.Errorf("stats: %d builds, %d evictions; the log has %d builds, %d cleanups", builds, evictions, b, c)
 	}
-	t.Logf("%v, %d worker(s): %d builds, %d evictions", pol, workers, builds, evictions)
+	t.Logf("%v, %s: %d builds, %d evictions", pol, tr.name, builds, evictions)
 	return log
 }
 
@@ -126,13 +132,23 @@ func prefixed(lines []string, prefix string) int {
 }
 
 // TestEvictPolicies runs the chain under each policy with one worker
-// process and serially: the log of builds, runs and cleanups is exactly the
-// one the policy implies, and the same in both modes.
+// process, serially, and with one remote worker over the cluster: the log
+// of builds, runs and cleanups is exactly the one the policy implies, and
+// the same in all modes.
 func TestEvictPolicies(t *testing.T) {
+	trs := []transport{{name: "one worker", workers: 1}, serialTransport, {name: "cluster, one worker", remote: 1}}
 	for _, pol := range policies {
-		for _, workers := range []int{1, 0} {
-			t.Run(fmt.Sprintf("%v/workers=%d", pol, workers), func(t *testing.T) {
-				log := runPolicyChain(t, workers, pol)
+		for _, tr := range trs {
+			t.Run(fmt.Sprintf("%v/%s", pol, tr.name), func(t *testing.T) {
+				if pol == engine.EvictPoolWide && tr.remote > 0 {
+					// Known bug: under EvictPoolWide the scheduler publishes
+					// only the shared (mmap) window, never a remote worker's
+					// own, so a remote worker never sees a set, keeps
+					// everything (cluster.kvReader: generation 0 reads as
+					// overflowed) and its log is EvictNever's.
+					t.Skip("EvictPoolWide does not publish remote workers' windows (engine: scheduler.publishLocked)")
+				}
+				log := runPolicyChain(t, tr, pol)
 				if want := policyLogs[pol]; !slices.Equal(log, want) {
 					t.Errorf("log:\n  %s\nwant:\n  %s", strings.Join(log, "\n  "), strings.Join(want, "\n  "))
 				}

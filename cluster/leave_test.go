@@ -1,0 +1,161 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// TestWorkerSIGTERM: a remote worker stopped with SIGTERM while it runs a
+// job leaves cleanly: it exits with status 0 within a second, the job it
+// ran ends Aborted (it is not run again behind the user's back), the jobs
+// it had been sent but not started run elsewhere, and the pool goes on.
+func TestWorkerSIGTERM(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ws := startWorkers(t, joinFile, 2)
+	var mu sync.Mutex
+	var leftEvents []engine.Event
+	p := engine.New(engine.Workers(0), l.Option(), engine.OnEvent(func(e engine.Event) {
+		if e.Kind == engine.WorkerDied {
+			mu.Lock()
+			leftEvents = append(leftEvents, e)
+			mu.Unlock()
+		}
+	}))
+	busy := engine.Queue(p, sleepy, 2*time.Second) // the serial worker's
+	var jobs []*engine.Job[int]
+	for i := range 100 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	var long *engine.Job[struct{}]
+	exited := make(chan error, 1)
+	var left time.Duration
+	p.Go(func(ctx context.Context) error {
+		for busy.Status() != engine.Running || len(p.Stats().Workers) < 3 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		// Running, for the pool, is also sent ahead of another job: wait
+		// until the job has started.
+		mark := filepath.Join(t.TempDir(), "started")
+		long = engine.Queue(p, untilCancelled, waitArg{20 * time.Second, mark})
+		for {
+			if _, err := os.Stat(mark); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pid := p.Stats().Workers[long.Worker()-1].PID
+		var w int
+		for i, c := range ws {
+			if c.Process.Pid == pid {
+				w = i
+			}
+		}
+		start := time.Now()
+		syscall.Kill(pid, syscall.SIGTERM)
+		go func() {
+			err := ws[w].Wait()
+			left = time.Since(start)
+			exited <- err
+		}()
+		return nil
+	})
+	// Run reports the one job that its worker left.
+	if err := p.Run(context.Background()); !errors.Is(err, engine.ErrWorkerDied) || strings.Count(err.Error(), "\n") != 0 {
+		t.Fatalf("Run: %v; want the error of the job that its worker left, alone", err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the worker stopped with SIGTERM: %v, want status 0", err)
+		}
+		t.Logf("the worker exited %v after its SIGTERM", left.Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker stopped with SIGTERM did not exit")
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	_, err = long.Result()
+	t.Logf("the job it ran: %v, %v", long.Status(), err)
+	if long.Status() != engine.Aborted || len(long.Attempts()) != 1 || !errors.Is(err, engine.ErrWorkerDied) || !strings.Contains(err.Error(), "left the pool") {
+		t.Errorf("the job it ran: %v after %d attempts (%v), want Aborted after 1, with ErrWorkerDied, saying that its worker left", long.Status(), len(long.Attempts()), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leftEvents) != 1 || !strings.Contains(fmt.Sprint(leftEvents[0].Err), "left the pool") {
+		t.Errorf("WorkerDied events %+v, want one that says the worker left", leftEvents)
+	}
+}
+
+type waitArg struct {
+	D    time.Duration
+	Mark string // a file made when the job starts
+}
+
+// untilCancelled makes the file a.Mark, then waits for a.D or its
+// context's end, and returns the context's error if that came first.
+var untilCancelled = engine.Register("cluster_test.untilCancelled", func(ctx context.Context, a waitArg) (struct{}, error) {
+	os.WriteFile(a.Mark, nil, 0o644)
+	select {
+	case <-time.After(a.D):
+		return struct{}{}, nil
+	case <-ctx.Done():
+		return struct{}{}, context.Cause(ctx)
+	}
+})
+
+// TestIdleWorkerSIGTERM: a remote worker that waits for a job when it is
+// stopped with SIGTERM leaves at once, with status 0, and the pool goes
+// on without it.
+func TestIdleWorkerSIGTERM(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ws := startWorkers(t, joinFile, 1)
+	p := engine.New(engine.Workers(0), l.Option())
+	busy := engine.Queue(p, sleepy, 3*time.Second) // the serial worker's, alone
+	exited := make(chan error, 1)
+	p.Go(func(ctx context.Context) error {
+		for busy.Status() != engine.Running || len(p.Stats().Workers) < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		ws[0].Process.Signal(syscall.SIGTERM)
+		go func() { exited <- ws[0].Wait() }()
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the idle worker stopped with SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the idle worker stopped with SIGTERM had not exited a second after the pool's end")
+	}
+	if w := p.Stats().Workers[1]; w.Jobs != 0 {
+		t.Errorf("the remote worker ran %d jobs, want none", w.Jobs)
+	}
+}
