@@ -19,6 +19,11 @@
 //     item, through the pool: jobs/s.
 //   - BenchmarkSnapshot: a worker's copy of the window, with the writer
 //     idle and with a writer publishing in another process.
+//   - BenchmarkClusterDispatch and BenchmarkClusterWorkers: no-op jobs on
+//     remote workers that join over loopback (package cluster), against
+//     local workers over pipes in the same op, and with 1 to 16 remote
+//     workers: jobs/s. The window's latency across processes is
+//     BenchmarkWindowSeen in package cluster.
 //
 // The maintenance of the required set (the engine's per-key reference
 // counts against rescanning every job on each completion) needs the
@@ -27,5 +32,6 @@
 // this file says how to run and compare, and shows measured figures.
 //
 // The test binary starts worker processes (it is its own worker: TestMain
-// calls engine.Init first) and, for BenchmarkSnapshot, a publisher process.
+// calls engine.Init first), for BenchmarkSnapshot a publisher process, and
+// for the cluster benchmarks remote workers (cluster.Work).
 package bench

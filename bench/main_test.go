@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePoolrun())
 	case "forkwait-wait", "forkwait-poll":
 		os.Exit(roleForkWait(role))
+	case "cluster-worker":
+		os.Exit(roleClusterWorker())
 	default:
 		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
 		os.Exit(2)

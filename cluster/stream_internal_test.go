@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-func connect(t *testing.T, s *Server) *nats.Conn {
+func connect(t testing.TB, s *Server) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(s.URL(), nats.Token(s.token))
 	if err != nil {
