@@ -43,7 +43,7 @@ func runPipes(b *testing.B, w, n int) time.Duration {
 // returned.
 func runCluster(b *testing.B, w, n int) time.Duration {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile, 1000)
+	l, err := cluster.Listen("127.0.0.1:0", joinFile)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -111,15 +111,16 @@ func roleForkWait(role string) int {
 	}
 	wg.Wait()
 	close(errs)
-	for err := range errs {
-		if err == errNoPidfd {
-			fmt.Println(err)
-			return 3
-		}
+	err, failed := <-errs // the first, if any
+	switch {
+	case !failed:
+		return 0
+	case err == errNoPidfd:
 		fmt.Println(err)
-		return 1
+		return 3
 	}
-	return 0
+	fmt.Println(err)
+	return 1
 }
 
 var errNoPidfd = fmt.Errorf("bench: no pidfd on this system")

@@ -15,21 +15,25 @@
 // [Listener.Option] to engine.New, and Close the listener after Run has
 // returned (it stops the server and removes the join file):
 //
-//	l, err := cluster.Listen("0.0.0.0:4222", "run.join", 1000)
+//	l, err := cluster.Listen("0.0.0.0:4222", "run.join")
 //	if err != nil { ... }
 //	defer l.Close()
 //	p := engine.New(engine.Workers(2), l.Option()) // or engine.RemoteOnly(wait): no worker of its own
 //	// Queue jobs, then p.Run(ctx).
 //
-// The last argument of Listen is the capacity of a remote worker's window
-// in keys (as engine.WindowCapacity for the local ones): a larger set is
-// published as overflowed, and the worker keeps everything. The server
-// listens on addr (host:port; "" is 127.0.0.1 with a free port). JetStream keeps its state in memory: its file store has a limit of
+// A remote worker's window has the pool's capacity (engine.WindowCapacity),
+// as the local ones: a larger set is published as overflowed, and the
+// worker keeps everything. The server listens on addr (host:port; "" is
+// 127.0.0.1 with a free port). JetStream keeps its state in memory: its
+// file store has a limit of
 // 0 bytes, and its folder, private and on a memory file system where there
 // is one, is removed by Close (and, for a pool killed with SIGKILL, by the
 // next pool that starts). Every client must present the pool's random
 // token. On any address other than loopback the server speaks TLS only,
-// with a certificate signed by an authority made for this pool alone.
+// with a certificate signed by an authority made for this pool alone, or
+// the user's own ([TLSFiles], then on loopback too). [Outputs] names the
+// folders that the pool's jobs write, which a worker checks it can write
+// before it joins.
 //
 // A pool made with engine.RemoteOnly starts no worker of its own and fails
 // with an error wrapping engine.ErrNoWorkers when it has had jobs and no
@@ -68,6 +72,13 @@
 // and the worker is taken for lost, as one whose pipe broke. These are
 // plain NATS subjects, not a JetStream work queue: the pool schedules, and
 // a job that started is never run again behind the user's back.
+//
+// A worker whose context ends (poolrun worker: SIGTERM, Ctrl-C) leaves the
+// pool cleanly: it starts no other job, its running job's context is
+// cancelled (a job that then returns an error is Aborted, as under a worker
+// that died), its cache's cleanups run, and it says goodbye, so that the
+// pool gives the jobs it had been sent to other workers at once; Work
+// returns nil.
 //
 // A worker pings every 500 ms; the pool gives up a worker it has not heard
 // from for 3 s (its running job is Aborted with engine.ErrWorkerDied, or

@@ -13,7 +13,7 @@ import (
 // addresses), and whose jobs write in a folder that every host mounts at
 // the same path: a worker that cannot write there does not join.
 func ExampleTLSFiles() {
-	l, err := cluster.Listen("0.0.0.0:4222", "run.join", 1000,
+	l, err := cluster.Listen("0.0.0.0:4222", "run.join",
 		cluster.TLSFiles("/etc/pki/pool.crt", "/etc/pki/pool.key"),
 		cluster.Outputs("/shared/project/out"))
 	if err != nil {

@@ -54,7 +54,7 @@ func TestWorkerCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("", joinFile, 1000, cluster.Outputs(out))
+	l, err := cluster.Listen("", joinFile, cluster.Outputs(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // it had been sent but not started run elsewhere, and the pool goes on.
 func TestWorkerSIGTERM(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ var untilCancelled = engine.Register("cluster_test.untilCancelled", func(ctx con
 // on without it.
 func TestIdleWorkerSIGTERM(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestValueLimitsRemote(t *testing.T) {
 		t.Skip("64 MiB values: slow under -race and -short")
 	}
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,13 +72,12 @@ type Listener struct {
 	nc       *nats.Conn // the pool's connection: every worker's streams
 	kv       nats.KeyValue
 	joinFile string
-	capacity int
 }
 
 // Listen starts the pool's server on addr (see [Start], which takes the
 // options) and writes the join file at joinFile. Pass l.Option() to
 // engine.New, and Close l after Run has returned.
-func Listen(addr, joinFile string, capacity int, options ...ServerOption) (*Listener, error) {
+func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 	srv, err := Start(addr, options...)
 	if err != nil {
 		return nil, err
@@ -106,7 +105,7 @@ func Listen(addr, joinFile string, capacity int, options ...ServerOption) (*List
 		srv.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Listener{srv: srv, nc: nc, kv: kv, joinFile: joinFile, capacity: capacity}, nil
+	return &Listener{srv: srv, nc: nc, kv: kv, joinFile: joinFile}, nil
 }
 
 // Close stops the server and removes the join file.
@@ -155,7 +154,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 			Jobs:    newStreamWriter(nc, workerSubject(req.ID, "jobs")),
 			Control: newStreamWriter(nc, workerSubject(req.ID, "ctl")),
 			Replies: rep,
-			Window:  newKVPublisher(kv, req.ID, l.capacity),
+			Window:  newKVPublisher(kv, req.ID, p.WindowCapacity()),
 			Host:    req.Host,
 		}
 		// The worker subscribed before asking; the answer goes before

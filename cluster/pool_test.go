@@ -26,7 +26,7 @@ import (
 const envParent = "POOLRUN_TEST_PARENT"
 
 func parent(joinFile string) int {
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test parent:", err)
 		return 1
@@ -99,7 +99,7 @@ func TestClusterPool(t *testing.T) {
 // plain TCP on loopback, TLS otherwise.
 func testClusterPool(t *testing.T, addr string) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen(addr, joinFile, 1000)
+	l, err := cluster.Listen(addr, joinFile)
 	if err != nil && addr != "127.0.0.1:0" && strings.Contains(err.Error(), "no address other than loopback") {
 		t.Skip(err)
 	}
@@ -204,7 +204,7 @@ var killSelf = engine.Register("cluster_test.killself", func(ctx context.Context
 // elsewhere with Retries) and the rest completes.
 func TestRemoteWorkerKilled(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRemoteWorkerKilled(t *testing.T) {
 // with a message that names both builds.
 func TestOtherBuildRefused(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ var bigValue = engine.Register("cluster_test.big", func(ctx context.Context, n i
 // (frames larger than a NATS message travel in several).
 func TestLargeValues(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile, 1000)
+	l, err := cluster.Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func TestClusterOwnCert(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := newTestCA(t).issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile, 1000, cluster.TLSFiles(certFile, keyFile))
+	l, err := cluster.Listen("127.0.0.1:0", joinFile, cluster.TLSFiles(certFile, keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func BenchmarkWindowSeen(b *testing.B) {
 
 func benchWindowSeen(b *testing.B, n int) {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
-	l, err := Listen("127.0.0.1:0", joinFile, 1000)
+	l, err := Listen("127.0.0.1:0", joinFile)
 	if err != nil {
 		b.Fatal(err)
 	}

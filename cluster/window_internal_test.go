@@ -176,7 +176,7 @@ func TestLateWindow(t *testing.T) {
 
 func testLateWindow(t *testing.T, late time.Duration) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := Listen("", joinFile, 1000)
+	l, err := Listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

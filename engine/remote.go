@@ -162,6 +162,11 @@ func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Re
 	return wc.bye(&byeInfo{stats: cache.Stats(), peakRSS: peakRSS()})
 }
 
+// WindowCapacity is the number of slots of the pool's windows
+// ([WindowCapacity]): a transport that makes windows of its own for the
+// workers it admits gives them as many.
+func (p *Pool) WindowCapacity() int { return p.cfg.capacity }
+
 // ProtocolVersion is the version of the protocol between a pool and its
 // workers (PROTOCOL.md) that this build speaks.
 const ProtocolVersion = protoVersion

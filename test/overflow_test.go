@@ -53,7 +53,7 @@ func TestOverflow(t *testing.T) {
 		t.Setenv(envLog, logPath)
 		var mu sync.Mutex
 		var events []engine.Event
-		p := tr.newWithCapacity(t, 4, engine.WindowCapacity(4), engine.OnEvent(func(e engine.Event) {
+		p := tr.New(t, engine.WindowCapacity(4), engine.OnEvent(func(e engine.Event) {
 			if e.Kind == engine.WindowOverflow || e.Kind == engine.WindowFits {
 				mu.Lock()
 				events = append(events, e)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
-	"github.com/poolrun/poolrun/shm"
 )
 
 // The transports the integration tests run over. A test that makes sense
@@ -87,20 +86,12 @@ func localModes(t *testing.T, f func(t *testing.T, tr transport)) {
 // now; when t ends, the server is closed (after Run has returned) and
 // every worker must have exited within 5 s.
 func (tr transport) New(t *testing.T, opts ...engine.Option) *engine.Pool {
-	return tr.newWithCapacity(t, shm.DefaultCapacity, opts...)
-}
-
-// newWithCapacity is New for a pool whose window has capacity slots: the
-// caller passes engine.WindowCapacity(capacity) in opts too, because the
-// cluster's windows take their capacity from cluster.Listen, not from the
-// pool's options.
-func (tr transport) newWithCapacity(t *testing.T, capacity int, opts ...engine.Option) *engine.Pool {
 	t.Helper()
 	if tr.remote == 0 {
 		return engine.New(append([]engine.Option{engine.Workers(tr.workers)}, opts...)...)
 	}
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile, capacity)
+	l, err := cluster.Listen("127.0.0.1:0", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

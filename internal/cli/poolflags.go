@@ -281,7 +281,7 @@ func (s *session) listen(outputs ...string) error {
 	if s.flags.tlsCert != "" {
 		opts = append(opts, cluster.TLSFiles(s.flags.tlsCert, s.flags.tlsKey))
 	}
-	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, s.flags.capacity, opts...)
+	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, opts...)
 	if err != nil {
 		return badInput(fmt.Errorf("poolrun: --listen %s: %w", s.flags.listen, err))
 	}
