@@ -159,3 +159,36 @@ func TestIdleWorkerSIGTERM(t *testing.T) {
 		t.Errorf("the remote worker ran %d jobs, want none", w.Jobs)
 	}
 }
+
+// TestJoinAfterTheEnd: a worker that asks to join a pool whose run has
+// ended (its listener not closed yet) leaves with status 0, no error, as
+// soon as the listener closes.
+func TestJoinAfterTheEnd(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := engine.New(engine.Workers(0), l.Option())
+	engine.Queue(p, slowSquare, 3)
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ws := startWorkers(t, joinFile, 1)
+	time.Sleep(500 * time.Millisecond) // it asks, and nobody answers
+	exited := make(chan error, 1)
+	go func() { exited <- ws[0].Wait() }()
+	closed := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the worker: %v, want status 0", err)
+		}
+		t.Logf("the worker left %v after the listener closed", time.Since(closed).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker was still asking to join 5 s after the pool's end")
+	}
+}

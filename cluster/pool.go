@@ -19,10 +19,17 @@ import (
 // cancels and revokes on poolrun.w.ID.ctl, writes its replies on
 // poolrun.w.ID.rep and its pings on poolrun.w.ID.ping; it asks to join on
 // poolrun.join. Its window is the entry ID of the bucket poolrun-window.
+// When the pool's listener closes, it says so on poolrun.end, so that a
+// worker that joined late, or still asks to, leaves without an error.
 const (
 	joinSubject = "poolrun.join"
+	endSubject  = "poolrun.end"
 	bucketName  = "poolrun-window"
 )
+
+// connectWait bounds a worker's connection to the pool's server, its TLS
+// handshake included: a pool busy queueing jobs may be slow to answer.
+const connectWait = 10 * time.Second
 
 func workerSubject(id, what string) string { return "poolrun.w." + id + "." + what }
 
@@ -108,8 +115,13 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 	return &Listener{srv: srv, nc: nc, kv: kv, joinFile: joinFile}, nil
 }
 
-// Close stops the server and removes the join file.
+// Close stops the server and removes the join file. Workers that are still
+// connected (they joined as the pool ended, or still ask to join) are told
+// that the pool ended, and leave with no error.
 func (l *Listener) Close() error {
+	if l.nc.Publish(endSubject, nil) == nil {
+		l.nc.FlushTimeout(time.Second)
+	}
 	l.nc.Close()
 	err := l.srv.Close()
 	if rerr := os.Remove(l.joinFile); err == nil && !errors.Is(rerr, os.ErrNotExist) {
@@ -224,12 +236,37 @@ func Work(ctx context.Context, joinFile string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(j.URL, append(copts, nats.Name("poolrun worker"), nats.MaxReconnects(0),
+	nc, err := nats.Connect(j.URL, append(copts, nats.Name("poolrun worker"), nats.MaxReconnects(0), nats.Timeout(connectWait),
 		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(lost) }) }))...)
 	if err != nil {
 		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
 	defer nc.Close()
+	// The pool says when it has ended: what fails after that is no error.
+	ended := make(chan struct{})
+	var endOnce sync.Once
+	endSub, err := nc.Subscribe(endSubject, func(*nats.Msg) { endOnce.Do(func() { close(ended) }) })
+	if err != nil {
+		return err
+	}
+	defer endSub.Unsubscribe()
+	poolEnded := func() bool {
+		select {
+		case <-ended:
+			return true
+		case <-lost:
+			// The end notice comes before the connection's end; give its
+			// handler a moment.
+			select {
+			case <-ended:
+				return true
+			case <-time.After(100 * time.Millisecond):
+				return false
+			}
+		default:
+			return false
+		}
+	}
 	id := nuid.Next()
 	jobs, err := newStreamReader(nc, workerSubject(id, "jobs"))
 	if err != nil {
@@ -259,9 +296,14 @@ func Work(ctx context.Context, joinFile string) error {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-ended:
+			return nil
 		}
 	}
 	if err != nil {
+		if poolEnded() {
+			return nil
+		}
 		return fmt.Errorf("cluster: asking %s to join: %w", j.URL, err)
 	}
 	var a joinAnswer
@@ -293,6 +335,10 @@ func Work(ctx context.Context, joinFile string) error {
 				cancel()
 				jobs.Close() // the pool is gone: stop waiting for jobs
 				return
+			case <-ended:
+				cancel()
+				jobs.Close()
+				return
 			case <-ctx.Done():
 				return
 			}
@@ -301,6 +347,9 @@ func Work(ctx context.Context, joinFile string) error {
 	rep := newStreamWriter(nc, workerSubject(id, "rep"))
 	err = engine.Serve(ctx, jobs, rep, ctl, win)
 	rep.Close()
+	if err != nil && poolEnded() {
+		return nil // it ended as this worker joined
+	}
 	return err
 }
 
