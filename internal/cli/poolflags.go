@@ -314,6 +314,12 @@ func (s *session) event(e engine.Event) {
 		if e.New == engine.Running {
 			r.Started, r.Worker = &t, e.Worker
 		}
+		if e.Old == engine.Running && e.New == engine.Queued && e.Err == nil {
+			// Taken back before it started (sent ahead to a worker that
+			// left, or revoked for an idle one): not a run.
+			r.Started, r.Worker = nil, 0
+			break
+		}
 		if e.Old == engine.Running && (e.New == engine.Queued || e.New.Done() && len(r.Attempts) > 0) {
 			// A run that is retried, or the last of a job that was.
 			a := attemptRecord{Worker: e.Worker, Ended: t, Status: e.New.String()}

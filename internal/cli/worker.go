@@ -34,6 +34,13 @@ path: before joining, the worker creates and removes a file of its own in
 each, and refuses (exit status 1, naming the folder and this host) where
 it cannot. Items are built in each worker's scratch folder on this host.
 
+SIGTERM or Ctrl-C (as Slurm stops a job step) makes the workers leave the
+pool cleanly: each starts no other job, the job it runs is cancelled (the
+pool counts it Aborted, and runs it again elsewhere with --retries), its
+items' cleanups run, the jobs it had been sent go to other workers, and
+poolrun worker exits with status 0. A worker whose pool is gone exits
+within 5 s.
+
 Example, with the pool on host a and more workers on host b:
   a$ poolrun scaffold --listen 0.0.0.0:4222 --join-file run.join -j 2
   a$ scp run.join b:
@@ -82,7 +89,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cmd := exec.CommandContext(ctx, exe, "worker", "--join-file", *joinFile)
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		wg.Go(func() { errs[i] = cmd.Run() })
+		wg.Go(func() {
+			err := cmd.Run()
+			if err != nil && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+				err = nil // it left as asked (os/exec says the context ended)
+			}
+			errs[i] = err
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
