@@ -68,13 +68,15 @@ func TestStatsWhileWorkersComeAndGo(t *testing.T) {
 // is killed and reported; the pool goes on with the other worker.
 func TestHandshakeTimeout(t *testing.T) {
 	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
-	p := engine.New(engine.Workers(2), engine.StartTimeout(time.Second))
+	// The timeout leaves a loaded machine time to start the other worker
+	// (a race-built test binary that links NATS).
+	p := engine.New(engine.Workers(2), engine.StartTimeout(3*time.Second))
 	var jobs []*engine.Job[span]
 	for range 15 {
 		jobs = append(jobs, engine.Queue(p, stamp, 100*time.Millisecond))
 	}
 	err := p.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "did not answer the handshake within 1s and was killed") {
+	if err == nil || !strings.Contains(err.Error(), "did not answer the handshake within 3s and was killed") {
 		t.Fatalf("Run: %v, want the stalled worker reported", err)
 	}
 	for _, j := range jobs {
@@ -96,7 +98,7 @@ func TestHandshakeTimeout(t *testing.T) {
 // error that says so and names engine.Init, rather than wait.
 func TestHandshakeTimeoutAll(t *testing.T) {
 	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
-	p := engine.New(engine.Workers(1), engine.StartTimeout(500*time.Millisecond))
+	p := engine.New(engine.Workers(1), engine.StartTimeout(2*time.Second))
 	j := engine.Queue(p, square, 3)
 	start := time.Now()
 	err := p.Run(context.Background())
