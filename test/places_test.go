@@ -72,7 +72,7 @@ func TestHandshakeTimeout(t *testing.T) {
 	// (a race-built test binary that links NATS).
 	p := engine.New(engine.Workers(2), engine.StartTimeout(3*time.Second))
 	var jobs []*engine.Job[span]
-	for range 15 {
+	for range 40 { // 4 s for the one worker: longer than the timeout
 		jobs = append(jobs, engine.Queue(p, stamp, 100*time.Millisecond))
 	}
 	err := p.Run(context.Background())
