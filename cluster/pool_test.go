@@ -178,7 +178,12 @@ func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil { // not waited for by the test
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		})
 		ws = append(ws, cmd)
 	}
 	return ws

@@ -11,7 +11,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -196,7 +195,7 @@ func TestClusterOwnCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ws := startJoiners(t, joinFile, 1)
+	ws := startWorkers(t, joinFile, 1)
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 20 {
@@ -218,29 +217,6 @@ func TestClusterOwnCert(t *testing.T) {
 	if err := ws[0].Wait(); err != nil {
 		t.Errorf("the worker: %v", err)
 	}
-}
-
-// startJoiners starts n worker processes of the test binary for joinFile,
-// which a test's end kills if they are still there.
-func startJoiners(t *testing.T, joinFile string, n int) []*exec.Cmd {
-	t.Helper()
-	var ws []*exec.Cmd
-	for range n {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
-		ws = append(ws, cmd)
-	}
-	return ws
 }
 
 // TestServerOwnCertAnyAddress: listening on every address, the server

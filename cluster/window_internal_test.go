@@ -1,14 +1,12 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 func bucket(t *testing.T, s *Server, name string) nats.KeyValue {
@@ -187,7 +186,7 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envJoinFile+"="+joinFile, envLateBy+"="+late.String())
-	var stderr lockedBuffer
+	var stderr proctest.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -262,23 +261,4 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	if n := strings.Count(stderr.String(), "reading the window"); n > 1 {
 		t.Errorf("the worker said %d times that it could not read the window, want once:\n%s", n, stderr.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output copier and the
-// test may use at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,12 +10,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // The transports the integration tests run over. A test that makes sense
@@ -170,27 +169,8 @@ func roleRemoteWorker() int {
 // remoteWorkers are worker processes started for one pool.
 type remoteWorkers struct {
 	cmds   []*exec.Cmd
-	stderr []*lockedBuffer
+	stderr []*proctest.Buffer
 	done   []chan error
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output copier and the
-// test may use at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startRemoteWorkers starts n processes of the test binary that join the
@@ -206,7 +186,7 @@ func startRemoteWorkers(t *testing.T, joinFile string, n int) *remoteWorkers {
 	for range n {
 		cmd := exec.Command(exe, "-test.run=^$")
 		cmd.Env = append(os.Environ(), envRole+"=remote-worker", envJoin+"="+joinFile)
-		stderr := &lockedBuffer{}
+		stderr := &proctest.Buffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -3,10 +3,12 @@
 package proctest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,4 +68,25 @@ func WaitGone(pids []int, limit time.Duration) []int {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Buffer is a bytes.Buffer that a process's output copier and a test may
+// use at once (exec.Cmd copies a non-file Stdout or Stderr in a goroutine
+// of its own).
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
