@@ -506,6 +506,8 @@ func (s *scheduler) handleLocked(m msg) {
 		for _, rep := range m.replies {
 			s.doneLocked(pl, rep)
 		}
+	case m.state != nil && pl.saidBye:
+		// Older than the goodbye's statistics: nothing to take.
 	case m.state != nil:
 		pl.cur = m.state.stats
 		pl.evicted += uint64(m.state.evicted)

@@ -220,13 +220,16 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 			if r.have && r.win.Gen() != r.snap.Gen {
 				n, _ = r.sync(0)
 			}
-			var st *workerState
+			var err error
 			if n > 0 {
-				st = &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
+				// Said under r.mu, so that it cannot pass the serve loop's
+				// later reports (the bye's statistics above all).
+				st := &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
 				r.version, r.reported = r.cache.Version(), true
+				err = wc.state(st)
 			}
 			r.mu.Unlock()
-			if st != nil && wc.state(st) != nil {
+			if err != nil {
 				return
 			}
 		}
