@@ -2,13 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,84 +13,8 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/certtest"
 )
-
-// testCA is a certificate authority made for a test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "test authority"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert, key}
-}
-
-// issue writes, in dir, a server certificate signed by ca for names (host
-// names and addresses), valid from notBefore for an hour, and its key; it
-// returns the two files.
-func (ca *testCA) issue(t *testing.T, dir, name string, notBefore time.Time, names ...string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    notBefore,
-		NotAfter:     notBefore.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
-	return certFile, keyFile
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestServerOwnCert: with TLSFiles the server presents the given
 // certificate, on loopback too; the join file carries it, and a client
@@ -105,7 +22,7 @@ func writePEM(t *testing.T, path, kind string, der []byte) {
 // system's roots) is refused.
 func TestServerOwnCert(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile := newTestCA(t).issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1", "localhost")
+	certFile, keyFile := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1", "localhost")
 	s, err := cluster.Start("127.0.0.1:0", cluster.TLSFiles(certFile, keyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +60,12 @@ func TestServerOwnCert(t *testing.T) {
 // with errors that say what is wrong and where.
 func TestServerOwnCertErrors(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t)
+	ca := certtest.NewCA(t)
 	now := time.Now().Add(-time.Minute)
-	cert, key := ca.issue(t, dir, "good", now, "127.0.0.1")
-	_, otherKey := ca.issue(t, dir, "other", now, "127.0.0.1")
-	elsewhere, elsewhereKey := ca.issue(t, dir, "elsewhere", now, "pool.example.org", "192.0.2.7")
-	old, oldKey := ca.issue(t, dir, "old", now.Add(-3*time.Hour), "127.0.0.1")
+	cert, key := ca.Issue(t, dir, "good", now, "127.0.0.1")
+	_, otherKey := ca.Issue(t, dir, "other", now, "127.0.0.1")
+	elsewhere, elsewhereKey := ca.Issue(t, dir, "elsewhere", now, "pool.example.org", "192.0.2.7")
+	old, oldKey := ca.Issue(t, dir, "old", now.Add(-3*time.Hour), "127.0.0.1")
 	notPEM := filepath.Join(dir, "notpem.crt")
 	os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600)
 	missing := filepath.Join(dir, "missing.crt")
@@ -188,7 +105,7 @@ func TestServerOwnCertErrors(t *testing.T) {
 // name reaches the pool's figures.
 func TestClusterOwnCert(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile := newTestCA(t).issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
+	certFile, keyFile := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
 	joinFile := filepath.Join(dir, "run.join")
 	l, err := cluster.Listen("127.0.0.1:0", joinFile, cluster.TLSFiles(certFile, keyFile))
 	if err != nil {
@@ -236,8 +153,8 @@ func TestServerOwnCertAnyAddress(t *testing.T) {
 		t.Skip("no address other than loopback here")
 	}
 	dir := t.TempDir()
-	ca := newTestCA(t)
-	certFile, keyFile := ca.issue(t, dir, "pool", time.Now().Add(-time.Minute), ip)
+	ca := certtest.NewCA(t)
+	certFile, keyFile := ca.Issue(t, dir, "pool", time.Now().Add(-time.Minute), ip)
 	s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(certFile, keyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +174,7 @@ func TestServerOwnCertAnyAddress(t *testing.T) {
 	}
 	nc.Close()
 
-	other, otherKey := ca.issue(t, dir, "other", time.Now().Add(-time.Minute), "pool.example.org")
+	other, otherKey := ca.Issue(t, dir, "other", time.Now().Add(-time.Minute), "pool.example.org")
 	if s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(other, otherKey)); err == nil {
 		s.Close()
 		t.Error("a certificate for pool.example.org served on every address of this host")

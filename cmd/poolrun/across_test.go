@@ -1,58 +1,15 @@
 package main_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// selfSigned writes, in dir, a self-signed server certificate for the
-// names (host names and addresses) and its key, and returns the two files.
-func selfSigned(t *testing.T, dir string, names ...string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "test pool"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "pool.crt"), filepath.Join(dir, "pool.key")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	return certFile, keyFile
-}
+	"github.com/poolrun/poolrun/internal/certtest"
+)
 
 // waitFile waits up to a minute for path to exist.
 func waitFile(t *testing.T, path string, out interface{ String() string }) {
@@ -73,7 +30,7 @@ func waitFile(t *testing.T, path string, out interface{ String() string }) {
 // the report names the worker's host, and the summary table too.
 func TestClusterOwnCert(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir, "127.0.0.1")
+	cert, key := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
 	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", "0.1", "-j", "0", "--out", "b",
 		"--listen", "127.0.0.1:0", "--join-file", "run.join", "--tls-cert", cert, "--tls-key", key, "--report", "r.json")
 	joinFile := filepath.Join(dir, "run.join")
