@@ -173,10 +173,23 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	s := newSession(&f, stderr)
+	// The commands run in this process: its workers are goroutines, which
+	// wait for the commands in the network poller (no worker process
+	// relays them).
+	s.inProcess = true
 	if err := s.listen(sharedFolders(wf.File)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
+	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
+		// Nothing of the run's outlives this process, should it be
+		// killed: a janitor waits for its end.
+		janitor, err := execflow.StartJanitor(opts)
+		if err != nil {
+			return err
+		}
+		defer janitor.Close()
+	}
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)

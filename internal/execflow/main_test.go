@@ -23,6 +23,7 @@ const envRole = "EXECFLOW_TEST_ROLE"
 // process and returns at once in the test process.
 func TestMain(m *testing.M) {
 	engine.Init()
+	execflow.Init() // the janitor of a pool that TestJanitor kills
 	switch role := os.Getenv(envRole); role {
 	case "":
 		os.Exit(m.Run())
