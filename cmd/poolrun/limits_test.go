@@ -154,12 +154,14 @@ connections:
 	}
 }
 
-// A job whose worker died is reported as Aborted under its job id.
+// A job whose worker died is reported as Aborted under its job id. The
+// worker is a remote one (poolrun run's own are goroutines of its process,
+// see TestRunRetries).
 func TestRunAbortedJobNamed(t *testing.T) {
 	dir := t.TempDir()
 	wf := "jobs:\n  - id: fine\n    run: echo fine\n  - id: boom\n    run: kill -9 $PPID\n"
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
-	r := poolrun(t, dir, "run", "-j", "1", "wf.yaml")
+	r := runWithRemoteWorkers(t, dir, "wf.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
