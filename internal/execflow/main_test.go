@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "parent":
 		os.Exit(roleParent())
+	case "janitored":
+		os.Exit(roleJanitored())
 	case "tempdir":
 		os.Exit(roleTempDir())
 	default:
