@@ -11,6 +11,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
 )
 
 // envRole makes the test binary play a part instead of running the
@@ -18,7 +19,8 @@ import (
 const envRole = "POOLRUN_BENCH_ROLE"
 
 func TestMain(m *testing.M) {
-	engine.Init() // first: in a worker process it serves jobs and exits
+	engine.Init()   // first: in a worker process it serves jobs and exits
+	execflow.Init() // in poolrun run's janitor: wait for its end, then exit
 	switch role := os.Getenv(envRole); role {
 	case "":
 		os.Exit(m.Run())

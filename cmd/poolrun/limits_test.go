@@ -154,12 +154,14 @@ connections:
 	}
 }
 
-// A job whose worker died is reported as Aborted under its job id.
+// A job whose worker died is reported as Aborted under its job id. The
+// worker is a remote one (poolrun run's own are goroutines of its process,
+// see TestRunRetries).
 func TestRunAbortedJobNamed(t *testing.T) {
 	dir := t.TempDir()
 	wf := "jobs:\n  - id: fine\n    run: echo fine\n  - id: boom\n    run: kill -9 $PPID\n"
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
-	r := poolrun(t, dir, "run", "-j", "1", "wf.yaml")
+	r := runWithRemoteWorkers(t, dir, "wf.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
@@ -176,11 +178,14 @@ func TestRunTerminated(t *testing.T) {
 			dir := t.TempDir()
 			wf := "jobs:\n  - id: long\n    run: echo $$ > long.pid; sleep 30 & sleep 30; wait\n"
 			cmd, shell := startLongJob(t, dir, wf, "--report", "report.json")
+			// run's workers are goroutines of poolrun: its children are
+			// the command's shell and the janitor, and any scratch folder
+			// is poolrun's.
 			workers := proctest.Children(cmd.Process.Pid)
 			sleeps := proctest.Children(shell)
-			scratch := scratchFolders(workers)
+			scratch := scratchFolders([]int{cmd.Process.Pid})
 			if len(workers) == 0 || len(sleeps) == 0 {
-				t.Fatalf("workers %v, the command's children %v", workers, sleeps)
+				t.Fatalf("poolrun's children %v, the command's children %v", workers, sleeps)
 			}
 			cmd.Process.Signal(sig)
 			cmd.Wait()

@@ -15,10 +15,12 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/cli"
+	"github.com/poolrun/poolrun/internal/execflow"
 )
 
 func main() {
-	engine.Init() // in a worker process: serve jobs, then exit
+	engine.Init()   // in a worker process: serve jobs, then exit
+	execflow.Init() // in poolrun run's janitor: wait for its end, then exit
 	// SIGHUP (the terminal went away) ends a run as SIGINT and SIGTERM do:
 	// workers stopped, scratch removed, the report written, status 130.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

@@ -126,10 +126,12 @@ jobs:
     run: echo $$ > long.pid; sleep 30 & sleep 30; wait
 `
 	cmd, shell := startLongJob(t, dir, wf, "--report", "report.json")
+	// run's workers are goroutines of poolrun: its children are the
+	// command's shell and the janitor, and the scratch folder is poolrun's.
 	workers := proctest.Children(cmd.Process.Pid)
-	scratch := scratchFolders(workers)
+	scratch := scratchFolders([]int{cmd.Process.Pid})
 	if len(scratch) == 0 {
-		t.Errorf("no scratch folder for workers %v", workers)
+		t.Errorf("no scratch folder for poolrun (pid %d)", cmd.Process.Pid)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
@@ -149,7 +151,8 @@ jobs:
 	}
 }
 
-// scratchFolders returns the scratch folders of the given worker processes.
+// scratchFolders returns the scratch folders of the given processes
+// (poolrun's, for run; its workers', for scaffold).
 func scratchFolders(pids []int) []string {
 	var out []string
 	for _, root := range []string{os.TempDir(), "/dev/shm"} {
@@ -162,8 +165,9 @@ func scratchFolders(pids []int) []string {
 }
 
 // TestRunKilled kills poolrun itself with SIGKILL while a job's command
-// (with a child of its own) runs: no worker and no command may outlive it by
-// more than a second.
+// (with a child of its own) runs: none of its children (the command's
+// shell, the janitor) and no process of the command may outlive it by more
+// than a second.
 func TestRunKilled(t *testing.T) {
 	dir := t.TempDir()
 	wf := "jobs:\n  - id: long\n    run: echo $$ > long.pid; sleep 30 & sleep 30; wait\n"

@@ -109,7 +109,8 @@ func TestUsage(t *testing.T) {
 }
 
 // TestInterruptAndInspect starts a scaffold run, inspects its window while
-// it runs, interrupts it with SIGINT, and checks what it leaves: exit status
+// it runs (through the parent, and through a worker: read through its
+// parent's descriptor), interrupts it with SIGINT, and checks what it leaves: exit status
 // 130, no worker process, no temporary output file.
 func TestInterruptAndInspect(t *testing.T) {
 	dir := t.TempDir()
@@ -141,6 +142,12 @@ func TestInterruptAndInspect(t *testing.T) {
 		t.Errorf("inspect does not list the granule index by name:\n%s", r.stdout)
 	}
 	t.Logf("inspect:\n%s", r.stdout)
+	// A worker holds no descriptor of the window, only a mapping: it is
+	// read through its parent's descriptor.
+	viaWorker := poolrun(t, dir, "inspect", strconv.Itoa(workers[0]))
+	if want := "window of process " + strconv.Itoa(workers[0]) + " (read through its parent " + strconv.Itoa(cmd.Process.Pid) + ")"; viaWorker.code != 0 || !strings.Contains(viaWorker.stdout, want) {
+		t.Errorf("inspect %d (a worker): exit %d, want 0 and %q\n%s%s", workers[0], viaWorker.code, want, viaWorker.stdout, viaWorker.stderr)
+	}
 
 	cmd.Process.Signal(syscall.SIGINT)
 	var msgs []string

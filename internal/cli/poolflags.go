@@ -174,6 +174,11 @@ type session struct {
 	started  time.Time
 	samples  *sampler
 	listener *cluster.Listener // with --listen
+
+	// inProcess makes the local workers (-j N, N > 0) goroutines of this
+	// process (engine.InProcess) rather than worker processes: poolrun run,
+	// whose jobs only wait on their commands.
+	inProcess bool
 }
 
 // budgetExceeded sums the BudgetExceeded events of a pool.
@@ -245,8 +250,12 @@ func newSession(f *poolFlags, stderr io.Writer) *session {
 // options returns the pool's options; the listener feeds the records and
 // the progress display.
 func (s *session) options() []engine.Option {
+	workers := engine.Workers(s.flags.workers())
+	if n := s.flags.workers(); s.inProcess && n > 0 {
+		workers = engine.InProcess(n)
+	}
 	opts := []engine.Option{
-		engine.Workers(s.flags.workers()),
+		workers,
 		engine.WindowCapacity(s.flags.capacity),
 		engine.OnEvent(s.event),
 	}

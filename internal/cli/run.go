@@ -20,8 +20,9 @@ import (
 
 const runUsage = `Usage: poolrun run [flags] FILE
 
-Runs the jobs of a YAML workflow FILE on a pool of worker processes. A job
-runs a shell command (sh -c; plain words without shell syntax, such as
+Runs the jobs of a YAML workflow FILE on a pool of -j workers, goroutines
+of poolrun that start the commands and wait for them. A job runs a shell
+command (sh -c; plain words without shell syntax, such as
 "cc -c a.c", are executed directly, as make does) once the jobs it comes
 after have succeeded.
 An item is an artefact (a file or folder) that its own command builds, once
@@ -52,14 +53,17 @@ YAML error is reported as FILE:LINE: what is wrong (exit status 2), every
 mistake of the file on a line of its own (the first 20, then "... and N
 more"). A command that exits non-zero fails its job (exit status 1 at the
 end), with its exit status and the last lines of its standard error in the
-messages and the report; a job whose worker died is Aborted, and named the
-same way (or, with --retries N, run again up to N times). A job that runs
+messages and the report; a job whose worker died (a worker joined with
+--listen) is Aborted, and named the same way (or, with --retries N, run
+again up to N times). A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
 variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all.
+the commands with poolrun, and fg or bg continues them all. Should poolrun
+be killed (SIGKILL), a janitor process it started kills what its commands
+left running and removes its scratch folders.
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
@@ -173,10 +177,23 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	s := newSession(&f, stderr)
+	// The commands run in this process: its workers are goroutines, which
+	// wait for the commands in the network poller (no worker process
+	// relays them).
+	s.inProcess = true
 	if err := s.listen(sharedFolders(wf.File)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
+	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
+		// Nothing of the run's outlives this process, should it be
+		// killed: a janitor waits for its end.
+		janitor, err := execflow.StartJanitor(opts)
+		if err != nil {
+			return err
+		}
+		defer janitor.Close()
+	}
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)

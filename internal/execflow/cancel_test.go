@@ -28,8 +28,19 @@ func TestCancel(t *testing.T) {
 		{"sleep", `echo $$ > "$LOG/pgid"; sh -c 'sleep 30' & sleep 30; wait`},
 		{"ignores SIGTERM", `trap '' TERM; echo $$ > "$LOG/pgid"; sleep 30 & sleep 30; wait`},
 	}
+	// The modes, and poolrun run's: workers that are goroutines of this
+	// process, which wait for their commands on pidfds in the poller.
+	type mode struct {
+		name string
+		opt  engine.Option
+	}
+	var cancelModes []mode
+	for _, m := range modes {
+		cancelModes = append(cancelModes, mode{m.name, engine.Workers(m.workers)})
+	}
+	cancelModes = append(cancelModes, mode{"2 in-process workers", engine.InProcess(2)})
 	for _, c := range commands {
-		for _, m := range modes {
+		for _, m := range cancelModes {
 			t.Run(c.name+"/"+m.name, func(t *testing.T) {
 				wf := parse(t, "cancel.yaml", `
 items:
@@ -44,7 +55,7 @@ jobs:
     run: "true"
 `)
 				logDir, root := t.TempDir(), t.TempDir()
-				p := engine.New(engine.Workers(m.workers))
+				p := engine.New(m.opt)
 				jobs, err := execflow.Queue(p, wf, execflow.Options{
 					Dir: t.TempDir(), Scratch: root, Env: []string{"LOG=" + logDir},
 				})

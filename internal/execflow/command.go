@@ -94,13 +94,15 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, err
 	}
 	g := &group{}
+	exit := newExitWatch()
+	defer exit.close()
 	command := func(name string, arg ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, arg...)
 		cmd.Dir = c.dir
 		cmd.Env = c.env
 		cmd.Stdin = stdin
 		cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
-		cmd.SysProcAttr = sysProcAttr()
+		cmd.SysProcAttr = exit.attr(sysProcAttr())
 		// os/exec sets cmd.Process before it starts the goroutine that
 		// calls Cancel, which may run before spawn.Start returns.
 		cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
@@ -130,6 +132,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	running.add(cmd.Process.Pid)
 	defer running.remove(cmd.Process.Pid)
 
+	exit.wait()
 	waitErr := cmd.Wait()
 	g.stop()
 	writeErr := streams.wait(drainGrace)

@@ -36,7 +36,14 @@
 //     program executed directly) is killed with SIGKILL if
 //     the worker process dies (Linux' parent-death signal), and the pool's
 //     process then kills every process that bears the dead worker's mark
-//     ([ScratchCleanup]);
+//     ([ScratchCleanup]). When the workers are goroutines of the pool's
+//     process (serial mode, engine.InProcess: poolrun run), the command
+//     dies with that process, and a [Janitor] kills what bears the
+//     pool's mark;
+//   - its exit is awaited, in the pool's own process, on a pidfd in the
+//     runtime's network poller, before os/exec reaps it: no thread sits
+//     blocked per command (Linux; in a worker process, and elsewhere,
+//     os/exec's blocking wait, which costs less there);
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind
@@ -138,8 +145,8 @@
 //
 // # Scratch folders
 //
-// Each process that builds items (a worker, or the parent in serial mode)
-// makes a private scratch folder, mode 0700, named poolrun-<pid>-<random>
+// Each process that builds items (a worker, or the parent in serial mode
+// and with in-process workers) makes a private scratch folder, mode 0700, named poolrun-<pid>-<random>
 // under the scratch root ([Options.Scratch], by default [DefaultScratch]),
 // and first writes into it a marker file that names the process.
 // The folder exists while it holds an artefact or a build is in progress:
@@ -159,12 +166,30 @@
 // 0700 whatever the umask, and the marker is created in it exclusively,
 // mode 0600. The artefacts are inside, where no other user can reach.
 //
+// # The janitor
+//
+// A pool whose commands run in its own process has no worker process to
+// see it die: [StartJanitor] starts a janitor, this same program
+// re-executed with [JanitorEnv] set, in a process group of its own, that
+// waits on its standard input, a pipe whose write end the pool's process
+// alone holds. When that process dies (killed with SIGKILL, say), the
+// janitor kills every process marked with its pid ([OwnerEnv]) and removes
+// its scratch folders, then exits; [Janitor.Close], once the pool has run,
+// dismisses it, and it exits doing nothing. A program that starts a
+// janitor must call [Init] early in main (and in TestMain of a test binary
+// that plays it), right after engine.Init: in the janitor it does the
+// janitor's work and exits; elsewhere it returns at once. The janitor
+// refuses to run when its standard input is not a pipe (started by hand).
+//
 // # Caveats
 //
 //   - A process that a command starts in a new process group escapes the
 //     group kill of a cancelled job; one that also drops [OwnerEnv] from
 //     its environment escapes the end of a dead worker's processes and
 //     [Suspend].
+//   - A process killed with SIGKILL before it could start its janitor,
+//     or whose janitor was killed too, leaves what its commands started,
+//     and its scratch folders until the next [SweepScratch].
 //   - A worker whose parent dies is sent SIGTERM by the engine and stops
 //     its commands as above. A worker stopped (SIGSTOP, Ctrl-Z) when its
 //     parent is killed with SIGKILL stays stopped, with its commands, until

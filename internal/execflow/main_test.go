@@ -23,11 +23,14 @@ const envRole = "EXECFLOW_TEST_ROLE"
 // process and returns at once in the test process.
 func TestMain(m *testing.M) {
 	engine.Init()
+	execflow.Init() // the janitor of a pool that TestJanitor kills
 	switch role := os.Getenv(envRole); role {
 	case "":
 		os.Exit(m.Run())
 	case "parent":
 		os.Exit(roleParent())
+	case "janitored":
+		os.Exit(roleJanitored())
 	case "tempdir":
 		os.Exit(roleTempDir())
 	default:

@@ -13,3 +13,12 @@ func sysProcAttr() *syscall.SysProcAttr {
 // onMemoryFS reports whether path is on a file system held in memory; it
 // is not known here.
 func onMemoryFS(string) bool { return false }
+
+// exitWatch: os/exec's wait, as it is, elsewhere than on Linux.
+type exitWatch struct{}
+
+func newExitWatch() *exitWatch { return &exitWatch{} }
+
+func (w *exitWatch) attr(a *syscall.SysProcAttr) *syscall.SysProcAttr { return a }
+func (w *exitWatch) wait()                                            {}
+func (w *exitWatch) close()                                           {}

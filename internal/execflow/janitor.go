@@ -1,0 +1,160 @@
+package execflow
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/poolrun/poolrun/internal/spawn"
+)
+
+// JanitorEnv is the environment variable that makes a process started by
+// [StartJanitor] the janitor of a pool's process: its value is
+// "<pool pid>:<scratch root>".
+const JanitorEnv = "POOLRUN_JANITOR"
+
+// dismissal is what [Janitor.Close] writes before it closes the pipe: the
+// pool's process ended its work itself, and the janitor has nothing to do.
+const dismissal = "done\n"
+
+// janitorRounds bounds the rounds of SIGKILL to the marked processes: a
+// process that forked while the others were killed is found in the next.
+const janitorRounds = 10
+
+// Init must be called early in main (and in TestMain) of a program that
+// calls [StartJanitor], right after engine.Init: in a janitor process (the
+// same binary, re-executed with [JanitorEnv] set) it does the janitor's
+// work and exits the process; in any other process it returns at once.
+func Init() {
+	v, ok := os.LookupEnv(JanitorEnv)
+	if !ok {
+		return
+	}
+	os.Exit(serveJanitor(v, os.Stdin, os.Stderr))
+}
+
+// A Janitor is a small process that ends a pool's work should the pool's
+// process die without ending it: killed with SIGKILL, say, when the
+// commands run in the pool's own process (engine.InProcess, serial mode),
+// where no worker process is left to notice its parent's death and stop
+// its commands. See [StartJanitor].
+type Janitor struct {
+	cmd    *exec.Cmd
+	pipe   *os.File // the write end of the janitor's stdin
+	closed sync.Once
+}
+
+// StartJanitor starts the janitor of this process's work on a pool with
+// opts (their scratch root): this program, re-executed (see [Init]), in a
+// process group of its own, with no parent-death signal, so that it
+// outlives this process; its standard input is the read end of a pipe
+// whose write end this process alone holds (close-on-exec: no command
+// inherits it), its standard output /dev/null and its standard error
+// this process's. It waits for the end of its input. After [Janitor.Close]
+// it exits and does nothing; at the end of its input without Close (this
+// process died), it kills with SIGKILL every process marked as a command
+// of this process's pool, or one a command started ([OwnerEnv]
+// "<this pid>:..."; found in /proc, on Linux), a few rounds until none is
+// left, then removes this process's scratch folders from the scratch root
+// and from os.TempDir() ([MakeTempDir]) with the proofs [SweepScratch]
+// asks for, once this process is gone (waiting for that a couple of
+// seconds at most), and exits 0. A command's outputs are not its business:
+// the next run decides from its files.
+func StartJanitor(opts Options) (*Janitor, error) {
+	root := opts.Scratch
+	if root == "" {
+		root = DefaultScratch()
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("execflow: finding this program to start the janitor: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe)
+	cmd.Args = []string{os.Args[0]}
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", JanitorEnv, os.Getpid(), root))
+	cmd.Stdin = r
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
+	}
+	return &Janitor{cmd: cmd, pipe: w}, nil
+}
+
+// Close dismisses the janitor: call it once the pool's Run has returned,
+// when this process has ended its work itself. The janitor exits at once,
+// doing nothing, and is reaped in the background. Closing again does
+// nothing; the error is that of the first Close.
+func (j *Janitor) Close() error {
+	var err error
+	j.closed.Do(func() {
+		_, err = io.WriteString(j.pipe, dismissal)
+		if cerr := j.pipe.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			err = fmt.Errorf("execflow: dismissing the janitor: %w", err)
+		}
+		go j.cmd.Wait()
+	})
+	return err
+}
+
+// Pid returns the janitor's process id.
+func (j *Janitor) Pid() int { return j.cmd.Process.Pid }
+
+// serveJanitor is the whole life of a janitor whose JanitorEnv is v and
+// whose standard input is in; it returns the exit status.
+func serveJanitor(v string, in *os.File, stderr io.Writer) int {
+	pidText, root, ok := strings.Cut(v, ":")
+	pid, err := strconv.Atoi(pidText)
+	if !ok || err != nil || pid <= 0 || !filepath.IsAbs(root) {
+		fmt.Fprintf(stderr, "poolrun janitor: %s=%q: want <pool pid>:<absolute scratch root>\n", JanitorEnv, v)
+		return 2
+	}
+	if fi, err := in.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		fmt.Fprintf(stderr, "poolrun janitor: started by poolrun run, whose death it waits for on its standard input (a pipe); not to be started by hand\n")
+		return 2
+	}
+	said, _ := io.ReadAll(in)
+	if string(said) == dismissal {
+		return 0
+	}
+	// The pool's process died: what its commands left running ends, then
+	// its scratch folders go.
+	mark := fmt.Sprintf("%s=%d:", OwnerEnv, pid)
+	for range janitorRounds {
+		if spawn.SignalTagged(func(entry string) bool { return strings.HasPrefix(entry, mark) }, syscall.SIGKILL) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	status := 0
+	roots := []string{root}
+	if tmp := os.TempDir(); !sameDir(tmp, root) {
+		roots = append(roots, tmp)
+	}
+	for _, r := range roots {
+		if err := removeScratchOf(r, pid); err != nil {
+			fmt.Fprintf(stderr, "poolrun janitor: removing the scratch folders of poolrun (pid %d): %v\n", pid, err)
+			status = 1
+		}
+	}
+	return status
+}

@@ -1,0 +1,51 @@
+package execflow_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/execflow"
+)
+
+// TestPidfdsClosed runs commands on in-process workers, whose exits are
+// awaited on pidfds: one that succeeds, one that fails, one whose plain
+// word cannot be started (it goes to the shell, which says 127) and one
+// cancelled by its timeout. No descriptor is left open after the pool.
+func TestPidfdsClosed(t *testing.T) {
+	wf := parse(t, "pidfd.yaml", `
+jobs:
+  - id: ok
+    run: "true"
+  - id: fails
+    run: "false"
+  - id: missing
+    run: no-such-program-poolrun-test
+  - id: slow
+    run: sleep 30
+    timeout: 100ms
+`)
+	count := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(entries)
+	}
+	before := count()
+	for range 3 {
+		p := engine.New(engine.InProcess(2))
+		if _, err := execflow.Queue(p, wf, execflow.Options{Dir: t.TempDir(), Scratch: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+		p.Run(ctx)
+		cancel()
+	}
+	// The runtime's own descriptors (the poller's) may come and go; a
+	// pidfd per command would leave twelve.
+	if after := count(); after > before+2 {
+		t.Errorf("%d descriptors open before the pools, %d after", before, after)
+	}
+}
