@@ -90,17 +90,32 @@ func state(pid int) string {
 	return f[0]
 }
 
-// waitStopped waits, for a generous while, until every pid is stopped
-// (state T), and fails the test for those that are not.
+// waitStopped waits, for a generous while, until every pid is stopped,
+// and fails the test for those that are not. Stopped is state T, or D with
+// a child in T: a shell that waits in vfork for a child stopped before its
+// exec stays in D (uninterruptible) until the child goes on.
 func waitStopped(t *testing.T, what string, pids ...int) {
 	t.Helper()
+	stopped := func(pid int) bool {
+		switch state(pid) {
+		case "T":
+			return true
+		case "D":
+			for _, c := range proctest.Children(pid) {
+				if state(c) == "T" {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for state(pid) != "T" && time.Now().Before(deadline) {
+		for !stopped(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if s := state(pid); s != "T" {
-			t.Errorf("%s %d is in state %q, not stopped (T)", what, pid, s)
+		if !stopped(pid) {
+			t.Errorf("%s %d is in state %q, not stopped (T)", what, pid, state(pid))
 		}
 	}
 }

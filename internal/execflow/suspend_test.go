@@ -11,6 +11,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestSuspend stops the work of a running pool with execflow.Suspend, in
@@ -56,7 +57,7 @@ jobs:
 			resume := execflow.Suspend(p)
 			defer resume()
 			for _, pid := range []int{shell, child} {
-				if !waitState(pid, func(s string) bool { return s == "T" }) {
+				if !waitStopped(pid) {
 					t.Errorf("process %d is in state %q, not stopped (T)", pid, procState(pid))
 				}
 			}
@@ -119,6 +120,27 @@ func ticks(t *testing.T, logDir string) int {
 
 // waitState waits, for a generous while, until the state of process pid
 // is one that ok accepts.
+// waitStopped waits up to 10 s for process pid to be stopped: in state T,
+// or in D with a child in T. The shell starts its commands with vfork, and
+// a process that waits in vfork for a child that was stopped before its
+// exec stays in D (uninterruptible) until the child goes on: it is
+// stopped all the same.
+func waitStopped(pid int) bool {
+	return waitState(pid, func(s string) bool {
+		if s == "T" {
+			return true
+		}
+		if s == "D" {
+			for _, c := range proctest.Children(pid) {
+				if procState(c) == "T" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
 func waitState(pid int, ok func(state string) bool) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
