@@ -148,19 +148,24 @@ func (s *scheduler) start(n int) error {
 func (s *scheduler) publishLocked() {
 	p := s.p
 	if !s.perWorker {
-		// The pool-wide set: in the shared window, and in the windows of
-		// its own that a worker which joined by itself (on another host)
-		// reads.
+		// The pool-wide set, listed once: in the shared window, and in
+		// the windows of their own that workers which joined by themselves
+		// (on other hosts) read.
+		listed := false
+		keys := func() []uint64 {
+			if !listed {
+				s.publish, listed = appendKeys(s.publish[:0], p.refs.n), true
+			}
+			return s.publish
+		}
 		if p.refs.changed && s.shared != nil {
-			s.publish = appendKeys(s.publish[:0], p.refs.n)
-			s.overflow(&s.sharedOver, s.shared.publish(s.publish), 0, len(s.publish))
+			s.overflow(&s.sharedOver, s.shared.publish(keys()), 0, len(s.publish))
 		}
 		for _, pl := range s.places {
 			if pl.removed || pl.win == s.shared || !(p.refs.changed || pl.held.changed) {
 				continue
 			}
-			s.publish = appendKeys(s.publish[:0], p.refs.n)
-			s.overflow(&pl.overflowed, pl.win.publish(s.publish), pl.index, len(s.publish))
+			s.overflow(&pl.overflowed, pl.win.publish(keys()), pl.index, len(s.publish))
 			pl.held.changed = false
 		}
 		p.refs.changed = false

@@ -141,18 +141,15 @@ func (s *scheduler) closeWindows() {
 		return
 	}
 	if s.shared != nil {
+		closed := s.shared.close()
 		for _, pl := range s.places {
-			if pl.win != s.shared {
+			if pl.win == s.shared {
+				pl.win = closed
+			} else {
 				pl.win = pl.win.close() // a window of its own (joined)
 			}
 		}
-		shared := s.shared
-		s.shared = s.shared.close()
-		for _, pl := range s.places {
-			if pl.win == shared {
-				pl.win = s.shared
-			}
-		}
+		s.shared = closed
 	}
 }
 

@@ -32,10 +32,18 @@ const JobEnv = "POOLRUN_JOB"
 // continues, those marked with the pool's pid.
 const OwnerEnv = "POOLRUN_OWNER"
 
+// inPoolProcess reports whether this process is not a worker process that
+// a pool started: the pool's own, whose workers (serial mode,
+// engine.InProcess) are goroutines, or a worker that joined by itself.
+var inPoolProcess = sync.OnceValue(func() bool {
+	_, worker := os.LookupEnv(engine.WorkerEnv)
+	return !worker
+})
+
 // owner is this process's value of OwnerEnv.
 var owner = sync.OnceValue(func() string {
 	parent := os.Getpid()
-	if _, worker := os.LookupEnv(engine.WorkerEnv); worker {
+	if !inPoolProcess() {
 		parent = os.Getppid()
 	}
 	return fmt.Sprintf("%d:%d", parent, os.Getpid())

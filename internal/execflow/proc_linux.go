@@ -4,12 +4,9 @@ package execflow
 
 import (
 	"os"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/poolrun/poolrun/engine"
 )
 
 // sysProcAttr: a command has a process group of its own (so that it can be
@@ -29,14 +26,6 @@ func onMemoryFS(path string) bool {
 	}
 	return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC
 }
-
-// inPoolProcess reports whether this process is not a worker process that
-// a pool started: the pool's own, whose workers (serial mode,
-// engine.InProcess) are goroutines.
-var inPoolProcess = sync.OnceValue(func() bool {
-	_, worker := os.LookupEnv(engine.WorkerEnv)
-	return !worker
-})
 
 // exitWatch waits for a command's exit in the runtime's network poller,
 // through a pidfd, before os/exec reaps it: os/exec's own wait blocks a
