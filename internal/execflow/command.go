@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -61,11 +62,14 @@ type shellOutcome struct {
 // stopped, and the error wraps the context's cause).
 //
 // Shutdown: when ctx ends, the group gets SIGTERM; after KillGrace, if the
-// shell is still there, os/exec kills it (WaitDelay). Once the shell has
-// been reaped, any process left in its group gets SIGTERM (unless it had it
-// already) and, if the group is not empty KillGrace after that SIGTERM,
-// SIGKILL. Then the output is read to its end, waiting at most drainGrace
-// for it; after that, what its pipes hold is still passed on, and no more.
+// shell is still there, it is killed. Once the shell has been reaped, any
+// process left in its group gets SIGTERM (unless it had it already) and,
+// if the group is not empty KillGrace after that SIGTERM, SIGKILL. Then
+// the output is read to its end, waiting at most drainGrace for it; after
+// that, what its pipes hold is still passed on, and no more.
+//
+// In the pool's own process the command is followed by a watch
+// (watch_linux.go); elsewhere os/exec waits for it (runWaited).
 func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	var out shellOutcome
 	stdout, stderr := engine.JobOutput(ctx)
@@ -84,33 +88,67 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		stdout, stderr, prefix = o, e, ""
 	}
 	tail := newTailWriter(c.tailLines)
-	streams, err := newCommandStreams(stdout, stderr, prefix, tail)
+	g := &group{}
+	start := time.Now()
+	run := runWaited
+	if watchAvailable() {
+		run = runWatched
+	}
+	ws, writeErr, err := run(ctx, c, g, stdout, stderr, prefix, tail)
 	if err != nil {
 		return out, err
+	}
+	if !logs {
+		writeErr = nil // the job's output is not its business
+	}
+	out.duration = time.Since(start)
+	out.tail = tail.String()
+
+	if g.cancelled() {
+		// ctx ended while the command ran: whatever its status says, it
+		// was stopped (or raced with the stop).
+		return out, fmt.Errorf("stopped: %w", context.Cause(ctx))
+	}
+	if ws.Signaled() {
+		out.exitCode, out.signal = -1, signalName(ws.Signal())
+	} else {
+		out.exitCode = ws.ExitStatus()
+	}
+	if writeErr != nil {
+		return out, fmt.Errorf("writing its output: %w", writeErr)
+	}
+	return out, nil
+}
+
+// runWaited starts c as os/exec does, from the spawning thread, with g
+// for its group, its output copied to stdout and stderr (see
+// newCommandStreams), and waits for its end as runShell says. It returns
+// how the shell ended; writeErr is the first error of the copies'
+// writers; err is non-nil when the command could not start or could not
+// be waited for.
+func runWaited(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writer, prefix string, tail io.Writer) (ws syscall.WaitStatus, writeErr, err error) {
+	streams, err := newCommandStreams(stdout, stderr, prefix, tail)
+	if err != nil {
+		return ws, nil, err
 	}
 	defer streams.close()
 	stdin, err := devNull()
 	if err != nil {
-		return out, err
+		return ws, nil, err
 	}
-	g := &group{}
-	exit := newExitWatch()
-	defer exit.close()
 	command := func(name string, arg ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, arg...)
 		cmd.Dir = c.dir
 		cmd.Env = c.env
 		cmd.Stdin = stdin
 		cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
-		cmd.SysProcAttr = exit.attr(sysProcAttr())
+		cmd.SysProcAttr = sysProcAttr()
 		// os/exec sets cmd.Process before it starts the goroutine that
 		// calls Cancel, which may run before spawn.Start returns.
 		cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
 		cmd.WaitDelay = KillGrace
 		return cmd
 	}
-
-	start := time.Now()
 	var cmd *exec.Cmd
 	if words := plainWords(c.run); words != nil {
 		if path := lookPath(words[0], envValue(c.env, "PATH")); path != "" {
@@ -124,7 +162,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	if cmd == nil {
 		cmd = command("/bin/sh", "-c", c.run)
 		if err := spawn.Start(cmd); err != nil {
-			return out, fmt.Errorf("starting sh: %w", err)
+			return ws, nil, fmt.Errorf("starting sh: %w", err)
 		}
 	}
 	streams.started()
@@ -132,38 +170,18 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	running.add(cmd.Process.Pid)
 	defer running.remove(cmd.Process.Pid)
 
-	exit.wait()
 	waitErr := cmd.Wait()
 	g.stop()
-	writeErr := streams.wait(drainGrace)
-	if !logs {
-		writeErr = nil // the job's output is not its business
-	}
-	out.duration = time.Since(start)
-	out.tail = tail.String()
-
-	if g.cancelled() {
-		// ctx ended while the command ran: whatever its status says, it
-		// was stopped (or raced with the stop).
-		return out, fmt.Errorf("stopped: %w", context.Cause(ctx))
-	}
+	writeErr = streams.wait(drainGrace)
 	var ee *exec.ExitError
 	switch {
 	case waitErr == nil:
 	case errors.As(waitErr, &ee):
-		ws, _ := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			out.exitCode, out.signal = -1, signalName(ws.Signal())
-		} else {
-			out.exitCode = ee.ExitCode()
-		}
-	default:
-		return out, fmt.Errorf("waiting for the command: %w", waitErr)
+		ws, _ = ee.Sys().(syscall.WaitStatus)
+	case !g.cancelled():
+		return ws, writeErr, fmt.Errorf("waiting for the command: %w", waitErr)
 	}
-	if writeErr != nil {
-		return out, fmt.Errorf("writing its output: %w", writeErr)
-	}
-	return out, nil
+	return ws, writeErr, nil
 }
 
 func signalName(s syscall.Signal) string {
@@ -194,6 +212,20 @@ func (g *group) cancel(pid int) error {
 	g.ctxDone = true
 	g.mu.Unlock()
 	return g.term()
+}
+
+// termTime is when the group had SIGTERM; zero if not yet.
+func (g *group) termTime() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.termAt
+}
+
+// kill sends SIGKILL to the group.
+func (g *group) kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	syscall.Kill(-g.pgid, syscall.SIGKILL)
 }
 
 func (g *group) cancelled() bool {

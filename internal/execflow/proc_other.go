@@ -2,7 +2,11 @@
 
 package execflow
 
-import "syscall"
+import (
+	"context"
+	"io"
+	"syscall"
+)
 
 // sysProcAttr: a command has a process group of its own. Without a
 // parent-death signal, a command outlives a worker that dies abruptly.
@@ -14,11 +18,10 @@ func sysProcAttr() *syscall.SysProcAttr {
 // is not known here.
 func onMemoryFS(string) bool { return false }
 
-// exitWatch: os/exec's wait, as it is, elsewhere than on Linux.
-type exitWatch struct{}
+// watchAvailable: commands are waited for as os/exec does, elsewhere
+// than on Linux (see watch_linux.go).
+func watchAvailable() bool { return false }
 
-func newExitWatch() *exitWatch { return &exitWatch{} }
-
-func (w *exitWatch) attr(a *syscall.SysProcAttr) *syscall.SysProcAttr { return a }
-func (w *exitWatch) wait()                                            {}
-func (w *exitWatch) close()                                           {}
+func runWatched(context.Context, shellCmd, *group, io.Writer, io.Writer, string, io.Writer) (syscall.WaitStatus, error, error) {
+	panic("execflow: no watch here")
+}
