@@ -143,7 +143,8 @@ func (t *pipeTransport) startProcess(index int, win *shm.Window) (link, error) {
 }
 
 // startLocal starts the serial worker: the same serve loop as a worker
-// process, in a goroutine of this process, over in-process pipes.
+// process, in a goroutine of this process, over pipes in memory
+// (memPipe).
 func (t *pipeTransport) startLocal(index int, win *shm.Window) (link, error) {
 	return t.startLocalJoin(index, shmPublisher{win}, false)
 }
@@ -152,12 +153,10 @@ func (t *pipeTransport) startLocal(index int, win *shm.Window) (link, error) {
 // brings win along, as that of a worker that joined by itself.
 func (t *pipeTransport) startLocalJoin(index int, pw publisher, join bool) (link, error) {
 	win := pw.(shmPublisher).w
-	lp, err := makePipes(false)
-	if err != nil {
-		return nil, err
-	}
+	lp := makeMemPipes()
 	l := newPipeLink(lp.jobsW, lp.repR, t.params)
 	l.ctl = lp.ctlW
+	l.direct = true
 	if join {
 		l.joinWin = pw
 	}
@@ -187,6 +186,27 @@ func serveLocal(ctx context.Context, in io.Reader, out io.Writer, ctl io.Reader,
 		return err
 	}
 	return serve(ctx, wc, win, cache, params, false, new(atomic.Bool))
+}
+
+// memPipes are the pipes of a local worker's link, as linkPipes.
+type memPipes struct {
+	jobsR, repR, ctlR *memPipeReader
+	jobsW, repW, ctlW *memPipeWriter
+}
+
+func makeMemPipes() *memPipes {
+	var lp memPipes
+	lp.jobsR, lp.jobsW = newMemPipe()
+	lp.repR, lp.repW = newMemPipe()
+	lp.ctlR, lp.ctlW = newMemPipe()
+	return &lp
+}
+
+// closeWorkers closes the worker's ends.
+func (lp *memPipes) closeWorkers() {
+	lp.jobsR.Close()
+	lp.repW.Close()
+	lp.ctlR.Close()
 }
 
 // linkPipes are the pipes of a link: jobs and control (parent to worker),
@@ -265,6 +285,10 @@ type pipeLink struct {
 	cond    *sync.Cond
 	pending enc // frames not written yet
 	closed  bool
+	// direct: w never waits (a memPipe), so frames are written as they
+	// are queued, by whoever queues them, and there is no writeLoop.
+	direct  bool
+	wClosed bool // direct: w (and ctl) closed
 }
 
 func newPipeLink(w io.WriteCloser, r io.ReadCloser, params workerParams) *pipeLink {
@@ -275,8 +299,13 @@ func newPipeLink(w io.WriteCloser, r io.ReadCloser, params workerParams) *pipeLi
 
 // begin sends the handshake and starts the link's goroutines.
 func (l *pipeLink) begin(index int, out chan<- msg) {
+	l.mu.Lock()
 	l.pending.hello(index, l.params)
-	go l.writeLoop()
+	l.flushLocked()
+	l.mu.Unlock()
+	if !l.direct {
+		go l.writeLoop()
+	}
 	go l.readLoop(out)
 }
 
@@ -285,8 +314,38 @@ func (l *pipeLink) send(tasks []task) {
 	for i := range tasks {
 		l.pending.task(&tasks[i])
 	}
+	l.flushLocked()
 	l.mu.Unlock()
 	l.cond.Signal()
+}
+
+// flushLocked writes the pending frames of a direct link (they are
+// dropped once it is closed); without direct, writeLoop does.
+func (l *pipeLink) flushLocked() {
+	if !l.direct || len(l.pending.b) == 0 {
+		return
+	}
+	if !l.closed {
+		if _, err := l.w.Write(l.pending.b); err != nil {
+			l.closed = true
+		}
+	}
+	l.pending.b = l.pending.b[:0]
+	l.closeDirectLocked()
+}
+
+// closeDirectLocked closes a direct link's writers once it is closed.
+func (l *pipeLink) closeDirectLocked() {
+	if !l.direct || !l.closed || l.wClosed {
+		return
+	}
+	l.wClosed = true
+	l.w.Close()
+	if l.ctl != nil {
+		l.ctlMu.Lock()
+		l.ctl.Close()
+		l.ctlMu.Unlock()
+	}
 }
 
 func (l *pipeLink) pid() int {
@@ -326,6 +385,7 @@ func (l *pipeLink) control(frame []byte) {
 func (l *pipeLink) stop() {
 	l.mu.Lock()
 	l.pending.stop()
+	l.flushLocked()
 	l.mu.Unlock()
 	l.cond.Signal()
 }
@@ -404,6 +464,7 @@ func (l *pipeLink) writeLoop() {
 func (l *pipeLink) close() {
 	l.mu.Lock()
 	l.closed = true
+	l.closeDirectLocked()
 	l.mu.Unlock()
 	l.cond.Signal()
 }
