@@ -54,6 +54,10 @@ func watchAvailable() bool { return inPoolProcess() }
 
 var watches sync.Pool
 
+// watchNoPidfd makes watches do without the commands' pidfds, as on a
+// kernel older than 5.3: a test's.
+var watchNoPidfd = false
+
 // getWatch returns a watch with an empty epoll instance.
 func getWatch() (*watch, error) {
 	if w, ok := watches.Get().(*watch); ok {
@@ -119,6 +123,9 @@ func (w *watch) pipe(c *lineCopy) (int, error) {
 func (w *watch) started(pid int) error {
 	for _, p := range w.pipes {
 		closeFd(&p.w)
+	}
+	if watchNoPidfd {
+		closeFd(&w.pidfd)
 	}
 	w.pidOK = w.pidfd >= 0
 	if !w.pidOK {

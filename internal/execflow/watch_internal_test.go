@@ -1,0 +1,140 @@
+//go:build linux
+
+package execflow
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatch runs commands as the pool's own process does (see watch),
+// with the commands' pidfds and without them (as on a kernel older than
+// 5.3): the status, the output in the log files, the tail of standard
+// error, a command stopped by its context, and one whose orphan keeps its
+// output open past drainGrace.
+func TestWatch(t *testing.T) {
+	if !watchAvailable() {
+		t.Skip("no watch here")
+	}
+	for _, noPidfd := range []bool{false, true} {
+		name := "pidfd"
+		if noPidfd {
+			name = "no pidfd"
+		}
+		t.Run(name, func(t *testing.T) {
+			defer func(v bool) { watchNoPidfd = v }(watchNoPidfd)
+			watchNoPidfd = noPidfd
+			dir := t.TempDir()
+			run := func(ctx context.Context, job, run string) (shellOutcome, error) {
+				return runShell(ctx, shellCmd{run: run, dir: dir, env: os.Environ(), tailLines: 2, job: job, stdio: Stdio{LogDir: dir}})
+			}
+			read := func(name string) string {
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+
+			out, err := run(context.Background(), "status", "echo out; echo one >&2; echo two >&2; echo three >&2; exit 3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.exitCode != 3 || out.signal != "" || out.tail != "two\nthree" {
+				t.Errorf("exit %d, signal %q, tail %q; want 3, none, \"two\\nthree\"", out.exitCode, out.signal, out.tail)
+			}
+			if got := read("status.out"); got != "out\n" {
+				t.Errorf("status.out holds %q", got)
+			}
+			if got := read("status.err"); got != "one\ntwo\nthree\n" {
+				t.Errorf("status.err holds %q", got)
+			}
+
+			out, err = run(context.Background(), "plain", "true")
+			if err != nil || out.exitCode != 0 {
+				t.Errorf("true: exit %d, %v", out.exitCode, err)
+			}
+			out, err = run(context.Background(), "killed", "kill -9 $$")
+			if err != nil || out.signal != "SIGKILL" {
+				t.Errorf("kill -9 $$: signal %q, %v", out.signal, err)
+			}
+
+			// Stopped by its context; a shell that ignores SIGTERM is
+			// killed KillGrace later.
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err = run(ctx, "stopped", "trap '' TERM; sleep 30 & sleep 30")
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a command past its context: %v, want one that wraps the deadline", err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("stopping it took %v", d)
+			}
+
+			// An orphan out of the group holds the pipes: what was
+			// written before drainGrace passes on, and the wait ends.
+			start = time.Now()
+			out, err = run(context.Background(), "orphan", "echo before; setsid sh -c 'sleep 3' & exit 0")
+			if err != nil || out.exitCode != 0 {
+				t.Errorf("orphan: exit %d, %v", out.exitCode, err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("the orphan held the command for %v", d)
+			}
+			if got := read("orphan.out"); got != "before\n" {
+				t.Errorf("orphan.out holds %q", got)
+			}
+		})
+	}
+}
+
+// TestWatchesLeaveNothingOpen: after commands in watches, the process has
+// the descriptors it had (the watches kept for later hold one each).
+func TestWatchesLeaveNothingOpen(t *testing.T) {
+	if !watchAvailable() {
+		t.Skip("no watch here")
+	}
+	fds := func() []string {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		var targets []string
+		for _, e := range entries {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.Contains(l, "eventpoll") {
+				targets = append(targets, l)
+			}
+		}
+		slices.Sort(targets)
+		return targets
+	}
+	before := fds()
+	for range 20 {
+		if _, err := runShell(context.Background(), shellCmd{run: "true", dir: t.TempDir(), env: os.Environ(), tailLines: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fds(); !slices.Equal(before, after) {
+		t.Errorf("descriptors before: %v\nafter: %v", before, after)
+	}
+}
+
+func TestDedupEnv(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"A=1", "B=2"}, []string{"A=1", "B=2"}},
+		{[]string{"A=1", "B=2", "A=3"}, []string{"B=2", "A=3"}},
+		{[]string{"PATH=/x", "B", "PATH=/y", "B=", "C=1"}, []string{"PATH=/y", "B=", "C=1"}},
+	} {
+		if got := dedupEnv(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("dedupEnv(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
