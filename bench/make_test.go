@@ -18,7 +18,10 @@ import (
 // main, whose engine.Init TestMain has called already): BenchmarkVersusMake
 // runs it, so that it measures this tree's code without building it.
 func rolePoolrun() int {
-	os.Unsetenv(envRole) // not for the commands
+	// As cmd/poolrun does (its os.Args are Main's); the role stays set,
+	// for the re-executed program, and commands do not see it (it begins
+	// with execflow.EnvPrefix).
+	cli.CoalesceWakeups = true
 	err := cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && cli.ExitCode(err) != cli.ExitOK {
 		fmt.Fprintln(os.Stderr, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,6 +56,12 @@ func roleJanitored() int {
 		return 2
 	}
 	fmt.Fprintln(os.Stderr, "janitor", j.Pid())
+	// The test reads it here: a dismissed janitor may be gone before the
+	// test looks among this process's children.
+	if err := os.WriteFile(filepath.Join(os.Getenv("EXECFLOW_TEST_LOG"), "janitor"), []byte(fmt.Sprintln(j.Pid())), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	p := engine.New(engine.InProcess(2))
 	if _, err := execflow.Queue(p, wf, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -91,14 +98,18 @@ func startJanitored(t *testing.T, logDir, root string, env ...string) (*exec.Cmd
 	if err != nil {
 		t.Fatal(err)
 	}
-	var janitor int
-	for _, c := range proctest.Children(cmd.Process.Pid) {
-		if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c)); bytes.Contains(env, []byte(execflow.JanitorEnv+"=")) {
-			janitor = c
-		}
+	janitor, err := readPID(context.Background(), filepath.Join(logDir, "janitor"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if janitor == 0 {
-		t.Fatalf("no janitor among the children of %d; it said:\n%s", cmd.Process.Pid, stderr.String())
+	// The janitor is this process's child, with the janitor's variable,
+	// unless it was dismissed already.
+	if slices.Contains(proctest.Children(cmd.Process.Pid), janitor) {
+		if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", janitor)); !bytes.Contains(env, []byte(execflow.JanitorEnv+"=")) {
+			t.Fatalf("process %d, which %d said is its janitor, has no %s; it said:\n%s", janitor, cmd.Process.Pid, execflow.JanitorEnv, stderr.String())
+		}
+	} else if !strings.Contains(strings.Join(cmd.Env, "\n"), "EXECFLOW_TEST_DISMISS=") {
+		t.Fatalf("janitor %d is not a child of %d", janitor, cmd.Process.Pid)
 	}
 	return cmd, grandchild, janitor
 }

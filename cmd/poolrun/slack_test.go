@@ -1,0 +1,76 @@
+//go:build linux
+
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/poolrun/poolrun/internal/execflow"
+)
+
+// TestRunTimerSlack: a run with many commands to run re-executes itself
+// (same pid) with execflow.TimerSlack as its timer slack, and gives its
+// commands the slack it was started with, without its marker in their
+// environment; a run with few keeps its slack. Where this process may not
+// read another's slack (CAP_SYS_NICE), poolrun's is not checked.
+func TestRunTimerSlack(t *testing.T) {
+	readSlack := func(path string) (int64, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n, err == nil
+	}
+	own, ok := readSlack("/proc/self/timerslack_ns")
+	if !ok {
+		t.Skip("no /proc/self/timerslack_ns here")
+	}
+	for _, c := range []struct {
+		name string
+		jobs int
+		want int64 // poolrun's slack
+	}{
+		{"many commands", 250, execflow.TimerSlack.Nanoseconds()},
+		{"few commands", 3, own},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var wf strings.Builder
+			wf.WriteString("jobs:\n")
+			for i := range c.jobs - 1 {
+				fmt.Fprintf(&wf, "  - {id: j%d, run: \"true\"}\n", i)
+			}
+			wf.WriteString(`  - id: probe
+    run: cat /proc/self/timerslack_ns > own.txt; cat /proc/$PPID/timerslack_ns > poolrun.txt 2>/dev/null; echo $PPID > ppid.txt; env > env.txt
+`)
+			if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := poolrun(t, dir, "run", "-j", "2", "--quiet", "wf.yaml")
+			if r.code != 0 {
+				t.Fatalf("poolrun run: status %d\n%s", r.code, r.stderr)
+			}
+			if got, ok := readSlack(filepath.Join(dir, "own.txt")); !ok || got != own {
+				t.Errorf("a command's timer slack is %d (read: %v), want poolrun's at its start, %d", got, ok, own)
+			}
+			if got, ok := readSlack(filepath.Join(dir, "poolrun.txt")); ok && got != c.want {
+				t.Errorf("poolrun's timer slack is %d, want %d", got, c.want)
+			} else if !ok {
+				t.Log("poolrun's timer slack could not be read: not checked")
+			}
+			env, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(env), execflow.EnvPrefix+"TIMER_SLACK") {
+				t.Errorf("a command sees poolrun's marker:\n%s", env)
+			}
+		})
+	}
+}

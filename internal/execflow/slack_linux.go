@@ -1,0 +1,84 @@
+//go:build linux
+
+package execflow
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// slackEnv holds, in a poolrun that raised its timer slack (see
+// CoalesceWakeups), the slack it was started with, in nanoseconds: its
+// commands get that one back. Commands never see it (EnvPrefix).
+const slackEnv = EnvPrefix + "TIMER_SLACK"
+
+// CoalesceWakeups re-executes this program in place, with the same
+// arguments and environment, its timer slack raised to [TimerSlack], and
+// returns only if it did not: elsewhere than on Linux, when this process
+// is the re-executed one already, or when the exec failed (then nothing
+// changed). Call it before anything of a run has happened: the program
+// starts again from main.
+//
+// Why: while any of its goroutines runs, the Go runtime's monitor thread
+// (sysmon) wakes every 20 µs, and it counts a goroutine that forks a
+// command as running until the command has called exec. In a pool that
+// starts many short commands, those wakeups took a tenth of the process's
+// CPU, and, each a context switch on a CPU the commands want, slowed the
+// commands too (bench/README.md, group 8; golang/go#18236 asks for the
+// tick to be tunable). The timer slack lets the kernel delay a thread's
+// timed sleeps by that much, to wake it with other timers: sysmon then
+// wakes about once per TimerSlack. It is set on the first thread, whose
+// slack every thread of the new program inherits, sysmon among them,
+// which starts before main. A command gets the slack this process was
+// started with (see forkExec).
+func CoalesceWakeups() {
+	if _, done := os.LookupEnv(slackEnv); done {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	runtime.LockOSThread() // the exec is this thread's, with its slack
+	defer runtime.UnlockOSThread()
+	before, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return
+	}
+	if unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(TimerSlack.Nanoseconds()), 0, 0, 0) != nil {
+		return
+	}
+	env := append(os.Environ(), slackEnv+"="+strconv.Itoa(before))
+	syscall.Exec(exe, os.Args, env) // returns only when it failed
+	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(before), 0, 0, 0)
+}
+
+// commandSlack is the timer slack that commands get: the one poolrun was
+// started with, in nanoseconds, or 0 when it did not raise its own.
+var commandSlack = sync.OnceValue(func() int {
+	n, err := strconv.Atoi(os.Getenv(slackEnv))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+})
+
+// forkExec is syscall.ForkExec, from a thread whose timer slack is, for
+// the fork, the one poolrun was started with: a command inherits its
+// slack from the thread that forks it.
+func forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	slack := commandSlack()
+	if slack == 0 {
+		return syscall.ForkExec(path, argv, attr)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0)
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(TimerSlack.Nanoseconds()), 0, 0, 0)
+	return syscall.ForkExec(path, argv, attr)
+}
