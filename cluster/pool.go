@@ -121,10 +121,16 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 func (l *Listener) Close() error {
 	if l.nc.Publish(endSubject, nil) == nil {
 		l.nc.FlushTimeout(time.Second)
+		// The server has the notice; it must also have written it to
+		// every worker before it closes their connections.
+		l.srv.waitWritten(time.Second)
 	}
+	// The join file goes first: a worker on this host that loses its
+	// connection without the notice finds it gone (see Work).
+	rerr := os.Remove(l.joinFile)
 	l.nc.Close()
 	err := l.srv.Close()
-	if rerr := os.Remove(l.joinFile); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+	if err == nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
 	return err
@@ -250,18 +256,27 @@ func Work(ctx context.Context, joinFile string) error {
 		return err
 	}
 	defer endSub.Unsubscribe()
+	// The server has the subscription before this worker asks to join: a
+	// notice sent after the question reaches it.
+	if err := nc.Flush(); err != nil {
+		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
+	}
 	poolEnded := func() bool {
 		select {
 		case <-ended:
 			return true
 		case <-lost:
 			// The end notice comes before the connection's end; give its
-			// handler a moment.
+			// handler a moment. A server that closes a connection the
+			// worker has just written to may drop what it had sent
+			// (a reset): a join file that is gone says the end too, to
+			// a worker on the pool's host.
 			select {
 			case <-ended:
 				return true
 			case <-time.After(100 * time.Millisecond):
-				return false
+				_, err := os.Stat(joinFile)
+				return errors.Is(err, os.ErrNotExist)
 			}
 		default:
 			return false

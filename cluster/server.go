@@ -191,6 +191,24 @@ func (s *Server) Join(protocol int, build string) Join {
 
 // Close stops the server, closes its port and removes its JetStream
 // folder.
+// waitWritten waits until the server has written what it holds for every
+// connection, for at most d.
+func (s *Server) waitWritten(d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		cz, err := s.ns.Connz(&server.ConnzOptions{})
+		if err != nil {
+			return
+		}
+		pending := false
+		for _, c := range cz.Conns {
+			pending = pending || c.Pending > 0
+		}
+		if !pending {
+			return
+		}
+	}
+}
+
 func (s *Server) Close() error {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()

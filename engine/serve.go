@@ -162,7 +162,21 @@ func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); r.idleEvict(wc, stop) }()
-		defer func() { close(stop); <-done }()
+		defer func() {
+			close(stop)
+			// It may sleep on the window for up to idlePoll: on a window
+			// that can be nudged (in shared memory), it is woken.
+			n, ok := win.(interface{ Nudge() })
+			for ok {
+				n.Nudge()
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+			<-done
+		}()
 	}
 	if params.heartbeat > 0 {
 		stop := make(chan struct{})

@@ -36,6 +36,9 @@ var (
 	// ErrDeadline is returned by [Window.WaitGen] when its deadline passed
 	// before the window's generation reached the one it waited for.
 	ErrDeadline = errors.New("shm: deadline passed before the generation was reached")
+	// ErrNudged is returned by [Window.WaitGen] when [Window.Nudge] woke
+	// it before the generation was reached.
+	ErrNudged = errors.New("shm: nudged before the generation was reached")
 
 	// ErrClosed is returned by the methods of a window after [Window.Close].
 	ErrClosed = errors.New("shm: window is closed")

@@ -29,6 +29,9 @@ import (
 // generation every millisecond. Each waiting goroutine holds an OS thread
 // while it sleeps, as any blocking system call does.
 //
+// [Window.Nudge] makes it return early, with the generation it last read
+// and [ErrNudged].
+//
 // WaitGen is safe for concurrent use, by any number of goroutines, on the
 // writer's window as on a reader's.
 func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
@@ -43,6 +46,7 @@ func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
 	// waiter sees closing before it sleeps.
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
+	nudges := w.nudges.Load()
 	for {
 		// No wake-up can be lost between this load and the sleep: the
 		// writer stores the sequence and then wakes (see Publish), while the
@@ -57,6 +61,9 @@ func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
 		if w.closing.Load() {
 			return 0, ErrClosed
 		}
+		if w.nudges.Load() != nudges {
+			return cur, ErrNudged
+		}
 		d := time.Duration(-1)
 		if !deadline.IsZero() {
 			if d = time.Until(deadline); d <= 0 {
@@ -66,6 +73,21 @@ func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
 		if err := sleepOn(w.h.genWord, uint32(cur), d); err != nil {
 			return cur, fmt.Errorf("shm: waiting for generation %d: %w", gen, err)
 		}
+	}
+}
+
+// Nudge makes the calls of [Window.WaitGen] of this process that wait on
+// w return [ErrNudged], at once; those of other processes look at the
+// generation again and sleep on (it wakes every process sleeping on the
+// window, at the cost of one system call). A WaitGen that was about to
+// sleep when Nudge came may miss it and sleep until its deadline: nudge
+// again until the waiter is gone.
+func (w *Window) Nudge() {
+	w.nudges.Add(1)
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if !w.closed {
+		wakeAll(w.h.genWord)
 	}
 }
 

@@ -406,3 +406,41 @@ func TestWaitGenSpuriousWakeups(t *testing.T) {
 	}
 	t.Logf("20 spurious wakes and %d signals received, then woken by the publish", signals)
 }
+
+// TestWaitGenNudge: a WaitGen with a long deadline returns ErrNudged, and
+// the generation it read, soon after Nudge (nudged again until it has
+// returned, as Nudge asks); a WaitGen that starts after the nudges sleeps
+// as before, until its deadline.
+func TestWaitGenNudge(t *testing.T) {
+	w := create(t, 8)
+	gen, _ := w.Publish([]uint64{1})
+	type result struct {
+		gen uint64
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		g, err := w.WaitGen(gen+2, time.Now().Add(time.Minute))
+		done <- result{g, err}
+	}()
+	var got result
+	for waiting := true; waiting; {
+		w.Nudge()
+		select {
+		case got = <-done:
+			waiting = false
+		case <-time.After(time.Millisecond):
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatal("WaitGen did not return within 30 s of being nudged")
+		}
+	}
+	if !errors.Is(got.err, shm.ErrNudged) || got.gen != gen {
+		t.Errorf("a nudged WaitGen returned generation %d and %v, want %d and ErrNudged", got.gen, got.err, gen)
+	}
+	g, err := w.WaitGen(gen+2, time.Now().Add(50*time.Millisecond))
+	if !errors.Is(err, shm.ErrDeadline) || g != gen {
+		t.Errorf("a WaitGen after the nudges returned %d and %v, want %d and ErrDeadline", g, err, gen)
+	}
+}

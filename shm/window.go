@@ -49,6 +49,7 @@ type Window struct {
 	// them (in this process only: readers cannot write to the mapping).
 	closing atomic.Bool
 	waiting atomic.Int64
+	nudges  atomic.Uint64 // Nudge calls: a WaitGen that sees it move returns
 
 	// Writer state, guarded by wmu: the set the mapping holds, sorted.
 	wmu      sync.Mutex

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -200,14 +201,37 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.closeListener()
+	closeJanitor := func() {}
+	// Nothing of the run's outlives this process, should it be killed: a
+	// janitor waits for its end. It starts while the pool is made; no
+	// command starts before it is there.
+	janitorStarted := func() error { return nil }
 	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
-		// Nothing of the run's outlives this process, should it be
-		// killed: a janitor waits for its end.
-		janitor, err := execflow.StartJanitor(opts)
-		if err != nil {
-			return err
+		type started struct {
+			j   *execflow.Janitor
+			err error
 		}
-		defer janitor.Close()
+		ch := make(chan started, 1)
+		go func() {
+			j, err := execflow.StartJanitor(opts)
+			ch <- started{j, err}
+		}()
+		var once sync.Once
+		var startErr error
+		janitorStarted = func() error {
+			once.Do(func() {
+				st := <-ch
+				startErr = st.err
+				if st.j != nil {
+					closeJanitor = func() { st.j.Close() }
+				}
+			})
+			return startErr
+		}
+		defer func() {
+			janitorStarted() // a janitor that started is dismissed
+			closeJanitor()
+		}()
 	}
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
@@ -225,6 +249,9 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if f := openNames(items); f != nil {
 			defer f.Close()
 		}
+	}
+	if err := janitorStarted(); err != nil {
+		return err
 	}
 	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
