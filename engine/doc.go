@@ -132,7 +132,8 @@
 // transport.go (the typed messages between the scheduler and a worker, and
 // the interfaces a transport implements) and window.go (the window as the
 // parent publishes it and as a worker sees it). The pipe transport:
-// pipes.go (worker processes and serial mode over pipes), wire.go (its
+// pipes.go (worker processes over pipes, and serial mode and InProcess
+// over pipes in memory, mempipe.go), wire.go (its
 // frame codec), codec.go (the gob codec of values), proc_linux.go (how a
 // worker process is started), output.go (a worker's output, passed on in whole lines). The worker: process.go (the process entry,
 // Init), serve.go (the serve loop), evict.go (the eviction runner).

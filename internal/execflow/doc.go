@@ -40,10 +40,16 @@
 //     process (serial mode, engine.InProcess: poolrun run), the command
 //     dies with that process, and a [Janitor] kills what bears the
 //     pool's mark;
-//   - its exit is awaited, in the pool's own process, on a pidfd in the
-//     runtime's network poller, before os/exec reaps it: no thread sits
-//     blocked per command (Linux; in a worker process, and elsewhere,
-//     os/exec's blocking wait, which costs less there);
+//   - in the pool's own process (Linux), it is started with
+//     syscall.ForkExec by the goroutine of the job, and that goroutine
+//     follows it to its end: its pidfd and its output pipes in a private
+//     epoll instance that the runtime's network poller waits on, its
+//     context through context.AfterFunc (watch_linux.go), with no other
+//     goroutine and no thread blocked per command. A pool that runs many
+//     commands raises its own timer slack ([CoalesceWakeups]); a command
+//     gets the one poolrun was started with. In a worker process, and
+//     elsewhere, os/exec starts it from the spawning thread and waits for
+//     it, which costs less there;
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind
