@@ -1,6 +1,7 @@
 package shm_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -90,4 +91,34 @@ func ExampleWindow_WaitGen() {
 	// woken at generation 2 <nil>
 	// keys: [7]
 	// shm: deadline passed before the generation was reached
+}
+
+func ExampleWindow_Nudge() {
+	w, err := shm.Create(8)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	gen, _ := w.Publish([]uint64{1})
+
+	// A goroutine waits a minute at most for the next publish; the
+	// program wants it back sooner, say because it is shutting down.
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.WaitGen(gen+2, time.Now().Add(time.Minute))
+		done <- err
+	}()
+	// A nudge that comes just before the waiter sleeps can miss it: nudge
+	// until it has returned.
+	for {
+		w.Nudge()
+		select {
+		case err := <-done:
+			fmt.Println("returned:", errors.Is(err, shm.ErrNudged))
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// Output:
+	// returned: true
 }
