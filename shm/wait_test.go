@@ -94,7 +94,8 @@ func (p *waiterProc) wakeups(t testing.TB, n int) (ws []wakeup, cpu time.Duratio
 }
 
 // waitGen calls w.WaitGen and fails if it has not returned within 10 s.
-func waitGen(t *testing.T, w *shm.Window, gen uint64, deadline time.Time) (uint64, time.Duration, error) {
+// While it waits, each poke (if any) is called every millisecond.
+func waitGen(t *testing.T, w *shm.Window, gen uint64, deadline time.Time, poke ...func()) (uint64, time.Duration, error) {
 	t.Helper()
 	type result struct {
 		gen uint64
@@ -106,12 +107,23 @@ func waitGen(t *testing.T, w *shm.Window, gen uint64, deadline time.Time) (uint6
 		g, err := w.WaitGen(gen, deadline)
 		done <- result{g, err}
 	}()
-	select {
-	case r := <-done:
-		return r.gen, time.Since(start), r.err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("WaitGen(%d) has not returned after 10 s", gen)
-		return 0, 0, nil
+	timeout := time.After(10 * time.Second)
+	for {
+		var tick <-chan time.Time // none without pokes
+		if len(poke) > 0 {
+			for _, p := range poke {
+				p()
+			}
+			tick = time.After(time.Millisecond)
+		}
+		select {
+		case r := <-done:
+			return r.gen, time.Since(start), r.err
+		case <-tick:
+		case <-timeout:
+			t.Fatalf("WaitGen(%d) has not returned after 10 s", gen)
+			return 0, 0, nil
+		}
 	}
 }
 
@@ -408,39 +420,18 @@ func TestWaitGenSpuriousWakeups(t *testing.T) {
 }
 
 // TestWaitGenNudge: a WaitGen with a long deadline returns ErrNudged, and
-// the generation it read, soon after Nudge (nudged again until it has
-// returned, as Nudge asks); a WaitGen that starts after the nudges sleeps
+// the generation it read, soon after Nudge (nudged every millisecond until
+// it has returned, as Nudge asks); a WaitGen that starts after the nudges sleeps
 // as before, until its deadline.
 func TestWaitGenNudge(t *testing.T) {
 	w := create(t, 8)
 	gen, _ := w.Publish([]uint64{1})
-	type result struct {
-		gen uint64
-		err error
+	got, _, err := waitGen(t, w, gen+2, time.Now().Add(time.Minute), w.Nudge)
+	if !errors.Is(err, shm.ErrNudged) || got != gen {
+		t.Errorf("a nudged WaitGen returned generation %d and %v, want %d and ErrNudged", got, err, gen)
 	}
-	done := make(chan result, 1)
-	start := time.Now()
-	go func() {
-		g, err := w.WaitGen(gen+2, time.Now().Add(time.Minute))
-		done <- result{g, err}
-	}()
-	var got result
-	for waiting := true; waiting; {
-		w.Nudge()
-		select {
-		case got = <-done:
-			waiting = false
-		case <-time.After(time.Millisecond):
-		}
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("WaitGen did not return within 30 s of being nudged")
-		}
-	}
-	if !errors.Is(got.err, shm.ErrNudged) || got.gen != gen {
-		t.Errorf("a nudged WaitGen returned generation %d and %v, want %d and ErrNudged", got.gen, got.err, gen)
-	}
-	g, err := w.WaitGen(gen+2, time.Now().Add(50*time.Millisecond))
-	if !errors.Is(err, shm.ErrDeadline) || g != gen {
-		t.Errorf("a WaitGen after the nudges returned %d and %v, want %d and ErrDeadline", g, err, gen)
+	got, _, err = waitGen(t, w, gen+2, time.Now().Add(50*time.Millisecond))
+	if !errors.Is(err, shm.ErrDeadline) || got != gen {
+		t.Errorf("a WaitGen after the nudges returned %d and %v, want %d and ErrDeadline", got, err, gen)
 	}
 }
