@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/poolrun/poolrun/internal/execflow"
@@ -72,5 +73,40 @@ func TestRunTimerSlack(t *testing.T) {
 				t.Errorf("a command sees poolrun's marker:\n%s", env)
 			}
 		})
+	}
+}
+
+// TestRunTimerSlackFromPipe: a workflow of many commands read from a pipe
+// (poolrun run <(generate-workflow)) runs whole: poolrun does not start
+// again, for it could not read the pipe a second time.
+func TestRunTimerSlackFromPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "wf.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	var wf strings.Builder
+	wf.WriteString("jobs:\n")
+	for i := range 250 {
+		fmt.Fprintf(&wf, "  - {id: j%d, run: \"echo j%d >> ran.txt\"}\n", i, i)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.WriteString(wf.String())
+		f.Close()
+	}()
+	r := poolrun(t, dir, "run", "-j", "2", "--quiet", fifo)
+	if r.code != 0 {
+		t.Fatalf("poolrun run from a pipe: status %d\n%s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ran.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 250 {
+		t.Errorf("%d commands ran, want 250", n)
 	}
 }

@@ -132,6 +132,14 @@ Example:
 // call Main in their own process do not.
 var CoalesceWakeups bool
 
+// rereadable reports whether the program started again would read the
+// workflow file as this one did: a regular file, not a pipe (poolrun run
+// <(generate-workflow)) that this process has emptied.
+func rereadable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // manyCommands is where CoalesceWakeups starts to pay: the second start
 // of the program costs about what the larger slack saves on a hundred
 // short commands (bench/README.md, group 8).
@@ -176,7 +184,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return plan.WriteDot(stdout)
 	}
 	toRun, _ := plan.Counts()
-	if CoalesceWakeups && toRun >= manyCommands {
+	if CoalesceWakeups && toRun >= manyCommands && rereadable(fs.Arg(0)) {
 		execflow.CoalesceWakeups() // starts again with a timer slack, or returns
 	}
 	f.capWorkers(toRun)
