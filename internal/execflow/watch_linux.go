@@ -80,11 +80,10 @@ func getWatch() (*watch, error) {
 func (w *watch) release() {
 	for _, p := range w.pipes {
 		closeFd(&p.w)
-		closeFd(&p.r) // which takes it out of ep
+		w.closeRead(p)
 	}
 	w.pipes = w.pipes[:0]
 	if w.pidIn {
-		// Not closed with pidfd: os.Process may hold a copy.
 		unix.EpollCtl(w.ep, unix.EPOLL_CTL_DEL, w.pidfd, nil)
 		w.pidIn = false
 	}
@@ -95,6 +94,17 @@ func (w *watch) release() {
 		return
 	}
 	watches.Put(w)
+}
+
+// closeRead takes p's read end out of ep and closes it. Closing alone
+// would not do: a command that another goroutine is starting holds a copy
+// of every descriptor until its exec, and ep would go on reporting the
+// pipe, under a number that the next pipe may take.
+func (w *watch) closeRead(p *watchedPipe) {
+	if p.r >= 0 {
+		unix.EpollCtl(w.ep, unix.EPOLL_CTL_DEL, p.r, nil)
+		closeFd(&p.r)
+	}
 }
 
 func closeFd(fd *int) {
@@ -271,7 +281,7 @@ func (w *watch) read(p *watchedPipe, limit int) bool {
 // end ends p's copy: its unfinished line goes on, and its read end is
 // closed.
 func (w *watch) end(p *watchedPipe) {
-	closeFd(&p.r)
+	w.closeRead(p)
 	p.copy.finish()
 }
 
