@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -134,6 +133,40 @@ Example:
 // call Main in their own process do not.
 var CoalesceWakeups bool
 
+// startingJanitor is a janitor (execflow.StartJanitor) that starts in a
+// goroutine of its own.
+type startingJanitor struct {
+	done chan struct{}
+	j    *execflow.Janitor
+	err  error
+}
+
+func startJanitor(opts execflow.Options) *startingJanitor {
+	s := &startingJanitor{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.j, s.err = execflow.StartJanitor(opts)
+	}()
+	return s
+}
+
+// wait waits until s has started, and returns why it could not; nil for
+// no janitor.
+func (s *startingJanitor) wait() error {
+	if s == nil {
+		return nil
+	}
+	<-s.done
+	return s.err
+}
+
+// close dismisses s once it has started.
+func (s *startingJanitor) close() {
+	if s != nil && s.wait() == nil {
+		s.j.Close()
+	}
+}
+
 // rereadable reports whether the program started again would read the
 // workflow file as this one did: a regular file, not a pipe (poolrun run
 // <(generate-workflow)) that this process has emptied.
@@ -211,37 +244,13 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.closeListener()
-	closeJanitor := func() {}
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
-	janitorStarted := func() error { return nil }
+	var janitor *startingJanitor
 	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
-		type started struct {
-			j   *execflow.Janitor
-			err error
-		}
-		ch := make(chan started, 1)
-		go func() {
-			j, err := execflow.StartJanitor(opts)
-			ch <- started{j, err}
-		}()
-		var once sync.Once
-		var startErr error
-		janitorStarted = func() error {
-			once.Do(func() {
-				st := <-ch
-				startErr = st.err
-				if st.j != nil {
-					closeJanitor = func() { st.j.Close() }
-				}
-			})
-			return startErr
-		}
-		defer func() {
-			janitorStarted() // a janitor that started is dismissed
-			closeJanitor()
-		}()
+		janitor = startJanitor(opts)
+		defer janitor.close()
 	}
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
@@ -260,7 +269,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			defer f.Close()
 		}
 	}
-	if err := janitorStarted(); err != nil {
+	if err := janitor.wait(); err != nil {
 		return err
 	}
 	wall, runErr := s.run(ctx, p)

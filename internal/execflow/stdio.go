@@ -145,10 +145,25 @@ type lineCopy struct {
 	batch   []byte // what one read of the pipe gives w
 }
 
-// start starts the copy.
-func (c *lineCopy) start() {
+// newLineCopy makes a lineCopy to w, its lines prefixed with prefix, what
+// it reads also going to tail if not nil; the caller gives it its pipe.
+func newLineCopy(w io.Writer, prefix string, tail io.Writer) *lineCopy {
+	c := &lineCopy{w: w, prefix: []byte(prefix), tail: tail}
 	c.piece = max(maxLine-len(c.prefix)-1, minPiece)
+	return c
+}
+
+// start starts the copy of c.r.
+func (c *lineCopy) start() {
 	c.c = pipecopy.Start(c.r, c.copy, c.finish)
+}
+
+// ownStdout returns stdout as a command's own standard output when it is
+// a file already and nothing is to be prefixed: a log file, or a worker
+// process's standard output, which the engine passes on in whole lines.
+func ownStdout(stdout io.Writer, prefix string) (*os.File, bool) {
+	f, ok := stdout.(*os.File)
+	return f, ok && prefix == ""
 }
 
 // copy passes on the lines that p ends, after the unfinished line, and
@@ -226,7 +241,7 @@ type commandStreams struct {
 // else goes through a pipe that this process copies.
 func newCommandStreams(stdout, stderr io.Writer, prefix string, tail io.Writer) (*commandStreams, error) {
 	s := &commandStreams{}
-	if f, ok := stdout.(*os.File); ok && prefix == "" {
+	if f, ok := ownStdout(stdout, prefix); ok {
 		s.stdout = f
 	} else {
 		pw, err := s.pipe(stdout, prefix, nil)
@@ -252,7 +267,9 @@ func (s *commandStreams) pipe(w io.Writer, prefix string, tail io.Writer) (*os.F
 		return nil, err
 	}
 	s.writeEnds = append(s.writeEnds, pw)
-	s.pending = append(s.pending, &lineCopy{r: pr, w: w, prefix: []byte(prefix), tail: tail})
+	c := newLineCopy(w, prefix, tail)
+	c.r = pr
+	s.pending = append(s.pending, c)
 	return pw, nil
 }
 

@@ -32,7 +32,8 @@ func copyThrough(t *testing.T, prefix string, in []string) ([]string, string) {
 	defer pr.Close()
 	var out writes
 	tail := newTailWriter(1)
-	c := &lineCopy{r: pr, w: &out, prefix: []byte(prefix), tail: tail}
+	c := newLineCopy(&out, prefix, tail)
+	c.r = pr
 	c.start()
 	for _, s := range in {
 		if _, err := pw.WriteString(s); err != nil {

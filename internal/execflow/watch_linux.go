@@ -22,7 +22,7 @@ import (
 // through a pidfd, and its output pipes, in a private epoll instance that
 // the runtime's network poller waits on. os/exec and pipecopy would use
 // four goroutines or more per command (a wait that holds a thread, a copy
-// per pipe, a watch of the context) and some thirty system calls more;
+// per pipe, a watch of the context), and more system calls;
 // in a process that runs many short commands among other goroutines, the
 // hand-offs and calls cost more CPU than the commands do (bench/README.md,
 // group 8). Watches are kept for the next command (watches): each keeps
@@ -31,7 +31,6 @@ type watch struct {
 	ep     int      // the private epoll instance
 	epf    *os.File // ep, as the runtime's poller knows it
 	pidfd  int      // the command's; or a pipe that ends at its exit
-	pidOK  bool     // pidfd is one, not such a pipe
 	pidIn  bool     // pidfd is in ep
 	pipes  []*watchedPipe
 	buf    []byte
@@ -88,7 +87,6 @@ func (w *watch) release() {
 		w.pidIn = false
 	}
 	closeFd(&w.pidfd)
-	w.pidOK = false
 	if w.epf.SetReadDeadline(time.Time{}) != nil {
 		w.epf.Close()
 		return
@@ -121,7 +119,6 @@ func (w *watch) pipe(c *lineCopy) (int, error) {
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		return -1, os.NewSyscallError("pipe2", err)
 	}
-	c.piece = max(maxLine-len(c.prefix)-1, minPiece)
 	w.pipes = append(w.pipes, &watchedPipe{r: fds[0], w: fds[1], copy: c})
 	return fds[1], nil
 }
@@ -137,8 +134,7 @@ func (w *watch) started(pid int) error {
 	if watchNoPidfd {
 		closeFd(&w.pidfd)
 	}
-	w.pidOK = w.pidfd >= 0
-	if !w.pidOK {
+	if w.pidfd < 0 {
 		var fds [2]int
 		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 			return os.NewSyscallError("pipe2", err)
@@ -351,16 +347,16 @@ func runWatched(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		return ws, nil, err
 	}
 	files := []uintptr{stdin.Fd(), 0, 0}
-	if f, ok := stdout.(*os.File); ok && prefix == "" {
+	if f, ok := ownStdout(stdout, prefix); ok {
 		files[1] = f.Fd() // a log file: not the poller's
 	} else {
-		fd, err := w.pipe(&lineCopy{w: stdout, prefix: []byte(prefix)})
+		fd, err := w.pipe(newLineCopy(stdout, prefix, nil))
 		if err != nil {
 			return ws, nil, fmt.Errorf("standard output pipe: %w", err)
 		}
 		files[1] = uintptr(fd)
 	}
-	fd, err := w.pipe(&lineCopy{w: stderr, prefix: []byte(prefix), tail: tail})
+	fd, err := w.pipe(newLineCopy(stderr, prefix, tail))
 	if err != nil {
 		return ws, nil, fmt.Errorf("standard error pipe: %w", err)
 	}
