@@ -36,9 +36,14 @@ func TestRunTimerSlack(t *testing.T) {
 		name string
 		jobs int
 		want int64 // poolrun's slack
+		// again: run twice, and look at the second run, which finds the
+		// state file of the first (package prestart leaves the decision to
+		// poolrun run, after it has read the workflow and the state).
+		again bool
 	}{
-		{"many commands", 250, execflow.TimerSlack.Nanoseconds()},
-		{"few commands", 3, own},
+		{"many commands", 250, execflow.TimerSlack.Nanoseconds(), false},
+		{"many commands, a state file", 250, execflow.TimerSlack.Nanoseconds(), true},
+		{"few commands", 3, own, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -49,11 +54,20 @@ func TestRunTimerSlack(t *testing.T) {
 			}
 			wf.WriteString(`  - id: probe
     run: cat /proc/self/timerslack_ns > own.txt; cat /proc/$PPID/timerslack_ns > poolrun.txt 2>/dev/null; echo $PPID > ppid.txt; env > env.txt
+    outputs: [own.txt]
 `)
 			if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf.String()), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r := poolrun(t, dir, "run", "-j", "2", "--quiet", "wf.yaml")
+			if c.again {
+				if r := poolrun(t, dir, "run", "-j", "2", "--quiet", "wf.yaml"); r.code != 0 {
+					t.Fatalf("poolrun run: status %d\n%s", r.code, r.stderr)
+				}
+				if _, err := os.Stat(execflow.StateFile(filepath.Join(dir, "wf.yaml"))); err != nil {
+					t.Fatalf("no state file after the first run: %v", err)
+				}
+			}
+			r := poolrun(t, dir, "run", "-j", "2", "--quiet", "--force", "wf.yaml")
 			if r.code != 0 {
 				t.Fatalf("poolrun run: status %d\n%s", r.code, r.stderr)
 			}

@@ -130,7 +130,10 @@ Example:
 // slack when it has at least manyCommands commands to run (see
 // execflow.CoalesceWakeups). Only a program whose os.Args run poolrun as
 // Main's arguments do may set it: cmd/poolrun's main does, tests that
-// call Main in their own process do not.
+// call Main in their own process do not. Such a program also imports
+// package prestart, which takes the same decision before the program has
+// initialised the rest, from a count of the workflow's jobs, when no state
+// file can make jobs skipped; runWorkflow decides where it did not.
 var CoalesceWakeups bool
 
 // startingJanitor is a janitor (execflow.StartJanitor) that starts in a

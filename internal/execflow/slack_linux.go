@@ -35,7 +35,9 @@ const slackEnv = EnvPrefix + "TIMER_SLACK"
 // wakes about once per TimerSlack. It is set on the first thread, whose
 // slack every thread of the new program inherits, sysmon among them,
 // which starts before main. A command gets the slack this process was
-// started with (see forkExec).
+// started with (see forkExec). Package prestart does the same, earlier,
+// where the arguments and the workflow file alone show that it pays: in
+// the program's initialisation, before most of it.
 func CoalesceWakeups() {
 	if _, done := os.LookupEnv(slackEnv); done {
 		return

@@ -1,0 +1,29 @@
+//go:build linux
+
+package execflow
+
+import (
+	"testing"
+
+	"github.com/poolrun/poolrun/internal/prestart"
+)
+
+// TestPrestartAgrees: package prestart, which cannot import this one,
+// holds the same names and values for what both read or write.
+func TestPrestartAgrees(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		here, there any
+	}{
+		{"JanitorEnv", JanitorEnv, prestart.JanitorEnv},
+		{"dismissal", dismissal, prestart.Dismissal},
+		{"slackEnv", slackEnv, prestart.SlackEnv},
+		{"TimerSlack", TimerSlack.Nanoseconds(), int64(prestart.TimerSlack)},
+		{"StateSuffix", StateSuffix, prestart.StateSuffix},
+		{"StateFile", StateFile("dir/wf.yaml"), "dir/." + "wf.yaml" + prestart.StateSuffix},
+	} {
+		if c.here != c.there {
+			t.Errorf("%s: %v here, %v in prestart", c.name, c.here, c.there)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+//go:build linux
+
+package prestart
+
+import (
+	"os"
+	"syscall"
+)
+
+// It imports os and syscall alone: a package it imports must be
+// initialised before it, and Go initialises the ready packages in the
+// order of their import paths, most of which come before this one's
+// (bytes, strconv, strings and path/filepath would wait for many).
+
+// prctl options (linux/prctl.h).
+const (
+	prSetTimerSlack = 29
+	prGetTimerSlack = 30
+)
+
+func init() {
+	if _, ok := syscall.Getenv(JanitorEnv); ok {
+		janitorWait()
+		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "run" && wantsSlack(os.Args[2:]) {
+		coalesceWakeups()
+	}
+}
+
+// janitorWait reads the janitor's standard input, a pipe, to its end, and
+// exits the process if poolrun dismissed it. It returns when the input is
+// not a pipe (started by hand: execflow.Init says why) or ended without
+// the dismissal.
+func janitorWait() {
+	var st syscall.Stat_t
+	if syscall.Fstat(0, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return
+	}
+	var said []byte
+	buf := make([]byte, 64)
+	for {
+		n, err := syscall.Read(0, buf)
+		if n > 0 {
+			said = append(said, buf[:n]...)
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		if n <= 0 || len(said) > len(Dismissal) {
+			break
+		}
+	}
+	if string(said) == Dismissal {
+		os.Exit(0)
+	}
+}
+
+// wantsSlack reports whether the arguments of poolrun run, args, ask to
+// run a workflow file with at least ManyCommands jobs and no state file.
+// The file is the last argument: the flags come before it.
+func wantsSlack(args []string) bool {
+	file := args[len(args)-1]
+	if file == "" || file[0] == '-' {
+		return false
+	}
+	for _, a := range args[:len(args)-1] {
+		if a == "--" {
+			return false
+		}
+		if a == "" || a[0] != '-' {
+			continue // a flag's value
+		}
+		switch flagName(a) {
+		case "n", "dry-run", "dag", "h", "help":
+			return false
+		}
+	}
+	if _, err := os.Lstat(stateFile(file)); err == nil {
+		return false
+	}
+	return countJobs(file) >= ManyCommands
+}
+
+// countJobs returns the number of "run:" in the regular file at path,
+// what a job's command follows (an item's too: an upper bound); 0 when
+// it is not a regular file or cannot be read.
+func countJobs(path string) int {
+	// Not opened before it is known to be a regular file: opening a FIFO
+	// waits for a writer.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCount {
+		return 0
+	}
+	data := make([]byte, fi.Size())
+	n, _ := f.ReadAt(data, 0)
+	return count(data[:n], "run:")
+}
+
+// flagName returns the name of the flag argument a: without its one or
+// two dashes and its "=value".
+func flagName(a string) string {
+	for i := 0; i < 2 && len(a) > 0 && a[0] == '-'; i++ {
+		a = a[1:]
+	}
+	for i := range len(a) {
+		if a[i] == '=' {
+			return a[:i]
+		}
+	}
+	return a
+}
+
+// stateFile is execflow.StateFile: ".NAME" + StateSuffix beside the
+// workflow file NAME.
+func stateFile(path string) string {
+	i := len(path) - 1
+	for i >= 0 && path[i] != '/' {
+		i--
+	}
+	return path[:i+1] + "." + path[i+1:] + StateSuffix
+}
+
+// count returns the number of non-overlapping s in b.
+func count(b []byte, s string) int {
+	n := 0
+	for i := 0; i+len(s) <= len(b); i++ {
+		if string(b[i:i+len(s)]) == s {
+			n++
+			i += len(s) - 1
+		}
+	}
+	return n
+}
+
+// itoa formats u in decimal.
+func itoa(u uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		if u /= 10; u == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// coalesceWakeups re-executes the program with its timer slack raised to
+// TimerSlack, as execflow.CoalesceWakeups does, and returns only if it
+// did not. Package initialisation runs on the main thread, locked to it:
+// the slack and the exec are that thread's.
+func coalesceWakeups() {
+	if _, done := syscall.Getenv(SlackEnv); done {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	before, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetTimerSlack, 0, 0)
+	if errno != 0 {
+		return
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, TimerSlack, 0); errno != 0 {
+		return
+	}
+	env := append(os.Environ(), SlackEnv+"="+itoa(uint64(before)))
+	syscall.Exec(exe, os.Args, env) // returns only when it failed
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, before, 0)
+}
