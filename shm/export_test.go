@@ -27,3 +27,6 @@ const (
 // Wake wakes the waiters of the window's generation without publishing, as
 // a spurious wake-up would.
 func Wake(w *Window) { wakeAll(w.h.genWord) }
+
+// Waiting returns the number of goroutines of this process in WaitGen on w.
+func Waiting(w *Window) int64 { return w.waiting.Load() }

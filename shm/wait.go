@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -20,14 +21,21 @@ import (
 // writer that died, whether between two publishes or in the middle of one,
 // leaves its readers waiting until their deadlines.
 //
-// WaitGen does not spin. On Linux it sleeps in the kernel on a futex over the
-// generation's word of the shared mapping (see layout.go), which works on the
-// read-only mapping of [Open]: every [Window.Publish] that changes the set
-// wakes every process waiting on the window, within microseconds. A signal,
-// or a wake that finds the generation still short of gen, only makes it look
-// again and sleep for what remains of the time. Elsewhere it polls the
-// generation every millisecond. Each waiting goroutine holds an OS thread
-// while it sleeps, as any blocking system call does.
+// WaitGen does not spin. On a reader's window ([Open]), on Linux, it sleeps
+// in the kernel on a futex over the generation's word of the shared mapping
+// (see layout.go), which works on the read-only mapping: every
+// [Window.Publish] that changes the set wakes every process waiting on the
+// window, within microseconds. A signal, or a wake that finds the
+// generation still short of gen, only makes it look again and sleep for
+// what remains of the time. Elsewhere it polls the generation every
+// millisecond. Each goroutine waiting there holds an OS thread while it
+// sleeps, as any blocking system call does: the Go scheduler gives the
+// goroutines queued behind it to another thread only when its monitor
+// next looks, which a larger timer slack makes late.
+//
+// On the writer's own window ([Create]) only this process publishes, and a
+// waiting goroutine sleeps in the Go scheduler, holding no thread: Publish,
+// Nudge and Close wake it as a channel would.
 //
 // [Window.Nudge] makes it return early, with the generation it last read
 // and [ErrNudged].
@@ -47,6 +55,9 @@ func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
 	nudges := w.nudges.Load()
+	if w.writable {
+		return w.waitLocal(gen, deadline, nudges)
+	}
 	for {
 		// No wake-up can be lost between this load and the sleep: the
 		// writer stores the sequence and then wakes (see Publish), while the
@@ -84,6 +95,7 @@ func (w *Window) WaitGen(gen uint64, deadline time.Time) (uint64, error) {
 // again until the waiter is gone.
 func (w *Window) Nudge() {
 	w.nudges.Add(1)
+	w.local.broadcast()
 	w.life.RLock()
 	defer w.life.RUnlock()
 	if !w.closed {
@@ -98,6 +110,7 @@ func (w *Window) Nudge() {
 // processes find their generation unchanged and sleep again.
 func (w *Window) wakeWaiters() {
 	for w.waiting.Load() > 0 {
+		w.local.broadcast()
 		w.life.RLock()
 		if !w.closed {
 			wakeAll(w.h.genWord)
@@ -105,4 +118,72 @@ func (w *Window) wakeWaiters() {
 		w.life.RUnlock()
 		time.Sleep(20 * time.Microsecond)
 	}
+}
+
+// waitLocal is WaitGen on the writer's window, whose publishes are this
+// process's: it waits on a channel that Publish, Nudge and Close close. It
+// takes the channel before it looks at the generation, so that a publish
+// after the look closes the channel it waits on. w.life is held shared.
+func (w *Window) waitLocal(gen uint64, deadline time.Time, nudges uint64) (uint64, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		woken := w.local.wait()
+		cur := w.h.seq.Load()
+		switch {
+		case cur >= gen:
+			return cur, nil
+		case w.closing.Load():
+			return 0, ErrClosed
+		case w.nudges.Load() != nudges:
+			return cur, ErrNudged
+		}
+		var timeout <-chan time.Time
+		if !deadline.IsZero() {
+			d := time.Until(deadline)
+			if d <= 0 {
+				return cur, ErrDeadline
+			}
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			timeout = timer.C
+		}
+		select {
+		case <-woken:
+		case <-timeout:
+		}
+	}
+}
+
+// localWake wakes every goroutine of this process that waits on it: wait
+// returns a channel that the next broadcast closes.
+type localWake struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (k *localWake) wait() <-chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ch == nil {
+		k.ch = make(chan struct{})
+	}
+	return k.ch
+}
+
+// broadcast wakes the waiters; with none it costs a lock.
+func (k *localWake) broadcast() {
+	k.mu.Lock()
+	if k.ch != nil {
+		close(k.ch)
+		k.ch = nil
+	}
+	k.mu.Unlock()
 }

@@ -37,6 +37,19 @@ func awaitSleepers(t testing.TB, pid, n int) {
 	}
 }
 
+// awaitWaiting waits until n goroutines of this process wait in WaitGen
+// on w, and fails after 10 s.
+func awaitWaiting(t testing.TB, w *shm.Window, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for shm.Waiting(w) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines in WaitGen after 10 s, want %d", shm.Waiting(w), n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // A waiterProc is a child process in the "waiter" role (see roleWaiter).
 type waiterProc struct {
 	cmd *exec.Cmd
@@ -288,7 +301,8 @@ func TestWaitGenClose(t *testing.T) {
 			}()
 		}
 	}
-	awaitSleepers(t, os.Getpid(), 8)
+	awaitSleepers(t, os.Getpid(), 4) // on the reader's window
+	awaitWaiting(t, w, 4)
 	for _, x := range []*shm.Window{r, w} {
 		closeWithin(t, x)
 		for range 4 {
@@ -366,7 +380,8 @@ func TestWaitGenManyWaiters(t *testing.T) {
 	for _, p := range ps {
 		awaitSleepers(t, p.pid(), perProc)
 	}
-	awaitSleepers(t, os.Getpid(), local)
+	awaitSleepers(t, os.Getpid(), local/2) // on the reader's window
+	awaitWaiting(t, w, local/2)
 	start := time.Now()
 	gen, err := w.Publish(testSet(1))
 	if err != nil {
@@ -433,5 +448,44 @@ func TestWaitGenNudge(t *testing.T) {
 	got, _, err = waitGen(t, w, gen+2, time.Now().Add(50*time.Millisecond))
 	if !errors.Is(err, shm.ErrDeadline) || got != gen {
 		t.Errorf("a WaitGen after the nudges returned %d and %v, want %d and ErrDeadline", got, err, gen)
+	}
+}
+
+// TestWaitGenWriterHoldsNoThread: goroutines that wait on the writer's own
+// window sleep in the Go scheduler, not in a system call: none of this
+// process's threads is in a futex wait for them, and a publish wakes them
+// all.
+func TestWaitGenWriterHoldsNoThread(t *testing.T) {
+	const n = 32
+	w := create(t, 8)
+	next := w.Gen() + 2
+	before, ok := sharedFutexSleepers(os.Getpid())
+	if !ok {
+		t.Skip("/proc does not show the threads' system calls here")
+	}
+	results := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := w.WaitGen(next, time.Now().Add(time.Minute))
+			results <- err
+		}()
+	}
+	awaitWaiting(t, w, n)
+	time.Sleep(10 * time.Millisecond) // time enough to reach a system call
+	if got, _ := sharedFutexSleepers(os.Getpid()); got > before {
+		t.Errorf("%d threads asleep in a shared futex wait with %d goroutines waiting on the writer's window, %d before", got, n, before)
+	}
+	if _, err := w.Publish([]uint64{1}); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		select {
+		case err := <-results:
+			if err != nil {
+				t.Errorf("WaitGen after the publish: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter on the writer's window has not returned 10 s after the publish")
+		}
 	}
 }

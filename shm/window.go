@@ -50,6 +50,9 @@ type Window struct {
 	closing atomic.Bool
 	waiting atomic.Int64
 	nudges  atomic.Uint64 // Nudge calls: a WaitGen that sees it move returns
+	// local wakes the goroutines waiting in WaitGen on the writer's own
+	// window, which wait in the Go scheduler (see WaitGen).
+	local localWake
 
 	// Writer state, guarded by wmu: the set the mapping holds, sorted.
 	wmu      sync.Mutex
@@ -282,6 +285,7 @@ func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
 	// this store and a waiter increment it before its last look at the
 	// sequence, but a reader's mapping is read-only and cannot hold one.
 	wakeAll(w.h.genWord)
+	w.local.broadcast()
 
 	w.publish.Add(1)
 	w.scratch = w.cur
