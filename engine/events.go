@@ -98,12 +98,33 @@ func (e Event) Total() int {
 // events queues a pool's events for delivery to its listeners, so that the
 // scheduler never waits for a listener. The queue holds them in a compact
 // form (events of the jobs queued before Run wait there until Run starts
-// delivering: two per job).
+// delivering: two per job), in chunks of eventChunk records: a queue that
+// grows is never copied, and the chunks delivered are used again.
 type events struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	queue  []eventRecord
+	queue  [][]eventRecord // in order; the last may have room
+	free   [][]eventRecord // delivered chunks, empty, for the queue to reuse
 	closed bool
+}
+
+// eventChunk is the number of records in a chunk of the event queue: some
+// 15 KiB, below the sizes the Go allocator treats as large.
+const eventChunk = 128
+
+// push adds r to the queue. q.mu is held.
+func (q *events) push(r eventRecord) {
+	if n := len(q.queue); n == 0 || len(q.queue[n-1]) == eventChunk {
+		var c []eventRecord
+		if k := len(q.free); k > 0 {
+			c, q.free = q.free[k-1], q.free[:k-1]
+		} else {
+			c = make([]eventRecord, 0, eventChunk)
+		}
+		q.queue = append(q.queue, c)
+	}
+	last := &q.queue[len(q.queue)-1]
+	*last = append(*last, r)
 }
 
 // eventRecord is an Event as it waits in the queue: about half the size.
@@ -147,7 +168,7 @@ func (p *Pool) emit(e Event) {
 	}
 	p.lastEvent = now
 	p.ev.mu.Lock()
-	p.ev.queue = append(p.ev.queue, r)
+	p.ev.push(r)
 	p.ev.mu.Unlock()
 	p.ev.cond.Signal()
 }
@@ -162,7 +183,7 @@ func (p *Pool) setState(s PoolState) {
 // is closed and empty; then it closes done.
 func (p *Pool) deliver(done chan<- struct{}) {
 	defer close(done)
-	var batch []eventRecord
+	var batch [][]eventRecord
 	q := &p.ev
 	for {
 		q.mu.Lock()
@@ -175,9 +196,21 @@ func (p *Pool) deliver(done chan<- struct{}) {
 		}
 		batch, q.queue = q.queue, batch[:0]
 		q.mu.Unlock()
-		for i := range batch {
-			p.cfg.listener(batch[i].event())
+		for _, c := range batch {
+			for i := range c {
+				p.cfg.listener(c[i].event())
+			}
+			clear(c)
 		}
+		q.mu.Lock()
+		for _, c := range batch {
+			// A few chunks are kept: as many as a busy pool fills between
+			// two deliveries, not the thousands of a large queue at Run.
+			if len(q.free) < 4 {
+				q.free = append(q.free, c[:0])
+			}
+		}
+		q.mu.Unlock()
 		clear(batch)
 	}
 }
