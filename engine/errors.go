@@ -19,8 +19,8 @@ var (
 	// job that is running or finished.
 	ErrNotCancellable = errors.New("job is not cancellable")
 
-	// ErrPoolClosed is the error of a job queued after the pool's Run
-	// returned; such a job is Cancelled at once.
+	// ErrPoolClosed is the error of a job queued once the pool's Run has
+	// begun to stop, or has returned; such a job is Cancelled at once.
 	ErrPoolClosed = errors.New("pool is closed")
 
 	// ErrWorkerDied is wrapped by the error of a job whose worker process

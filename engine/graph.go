@@ -77,6 +77,9 @@ func (p *Pool) add(j *job) {
 		}
 	}
 	switch {
+	case p.state == PoolStopping:
+		// The scheduler has ended: nothing would send it to a worker.
+		p.finish(j, Cancelled, fmt.Errorf("job queued while the pool stopped: %w", ErrPoolClosed))
 	case bad != nil:
 		p.finish(j, Cancelled, depError(bad))
 	case p.failed:

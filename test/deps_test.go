@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,6 +199,41 @@ func TestFailFast(t *testing.T) {
 			t.Errorf("%d jobs ran after the failure", len(entries))
 		}
 	})
+}
+
+// TestQueueWhileStopping: a job that a scheduler queues once the pool has
+// begun to stop (here: its context ended) is cancelled with ErrPoolClosed,
+// not left pending for ever.
+func TestQueueWhileStopping(t *testing.T) {
+	stopping := make(chan struct{})
+	var once sync.Once
+	p := engine.New(engine.Workers(0), engine.OnEvent(func(e engine.Event) {
+		if e.Kind == engine.PoolChanged && e.Pool == engine.PoolStopping {
+			once.Do(func() { close(stopping) })
+		}
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var late *engine.Job[int]
+	p.Go(func(ctx context.Context) error {
+		cancel()
+		<-ctx.Done()
+		select {
+		case <-stopping:
+		case <-time.After(10 * time.Second):
+			return errors.New("the pool did not stop within 10 s")
+		}
+		late = engine.Queue(p, square, 2)
+		return nil
+	})
+	if err := p.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	if st := late.Status(); st != engine.Cancelled {
+		t.Fatalf("a job queued while the pool stopped is %v, want Cancelled", st)
+	}
+	if _, err := late.Result(); !errors.Is(err, engine.ErrPoolClosed) {
+		t.Errorf("a job queued while the pool stopped: %v, want ErrPoolClosed", err)
+	}
 }
 
 func TestQueueAfterRun(t *testing.T) {

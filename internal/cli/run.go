@@ -258,9 +258,24 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)
-	jobs, err := execflow.Queue(p, wf, opts)
+	batch, err := execflow.Prepare(wf, opts)
 	if err != nil {
 		return badInput(err)
+	}
+	// The jobs are read once Run has returned, which waits for its
+	// schedulers.
+	var jobs map[string]*engine.Job[execflow.Result]
+	if len(wf.Items) == 0 {
+		// No job needs an item: the first commands start while the
+		// others are queued. (A job that needs an item is queued before
+		// Run, so that the window lists the item from the start: one
+		// queued later could find it freed, and build it again.)
+		p.Go(func(context.Context) error {
+			jobs = batch.Queue(p)
+			return nil
+		})
+	} else {
+		jobs = batch.Queue(p)
 	}
 	defer suspendWithWork(p)()
 	if handles, err := execflow.ItemHandles(wf, opts); err == nil {

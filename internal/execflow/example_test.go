@@ -51,3 +51,46 @@ jobs:
 	// greet: succeeded
 	// fail: exit status 3, line 9, stderr "no luck"
 }
+
+// A batch queued by a scheduler of the pool: the first commands start
+// while the others are queued.
+func ExampleBatch() {
+	wf, err := workflow.Parse("steps.yaml", []byte(`
+jobs:
+  - {id: one, run: echo one}
+  - {id: two, run: echo two, after: [one]}
+  - {id: three, run: echo three, after: [two]}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	scratch, err := os.MkdirTemp("", "example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(scratch)
+
+	b, err := execflow.Prepare(wf, execflow.Options{Scratch: scratch}) // every check, nothing queued
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := engine.New(engine.Workers(0))
+	var jobs map[string]*engine.Job[execflow.Result]
+	p.Go(func(context.Context) error {
+		jobs = b.Queue(p)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil { // Run waits for its schedulers
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(len(jobs), "jobs, three:", jobs["three"].Status())
+	// Output:
+	// one
+	// two
+	// three
+	// 3 jobs, three: succeeded
+}

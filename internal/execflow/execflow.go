@@ -250,9 +250,40 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 //
 // Queue the workflow before [engine.Pool.Run], or from a scheduler while it
 // runs; the returned jobs are the pool's, with their statuses and results.
+// Queue is [Prepare] and then [Batch.Queue].
 func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*engine.Job[Result], error) {
-	if p == nil || wf == nil {
-		panic("execflow: Queue with a nil pool or workflow")
+	if p == nil {
+		panic("execflow: Queue with a nil pool")
+	}
+	b, err := Prepare(wf, opts)
+	if err != nil {
+		return nil, err
+	}
+	return b.Queue(p), nil
+}
+
+// A Batch is the jobs of a workflow, checked and ready to be queued on a
+// pool, as [Prepare] makes them.
+type Batch struct {
+	jobs []planned
+}
+
+// planned is a job of a Batch.
+type planned struct {
+	arg     execArg
+	after   []string
+	items   []cachepool.Handle
+	timeout time.Duration
+	skip    bool
+}
+
+// Prepare does all that [Queue] does before it queues the first job:
+// every check, with the same errors. Queue the batch with [Batch.Queue],
+// as a scheduler of the pool ([engine.Pool.Go]) if the first jobs are to
+// start while the others are queued. Prepare panics when wf is nil.
+func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
+	if wf == nil {
+		panic("execflow: Prepare with a nil workflow")
 	}
 	s, err := resolve(opts)
 	if err != nil {
@@ -267,13 +298,6 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 	}
 	params := itemParams(wf, s)
 
-	type planned struct {
-		arg     execArg
-		after   []string
-		items   []cachepool.Handle
-		timeout time.Duration
-		skip    bool
-	}
 	plan := make([]planned, 0, len(wf.Jobs))
 	seen := make(map[string]bool, len(wf.Jobs))
 	for _, j := range wf.Jobs {
@@ -313,6 +337,21 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		plan = append(plan, pl)
 	}
 
+	return &Batch{jobs: plan}, nil
+}
+
+// Queue queues the jobs of b on p, in the order of the workflow, and
+// returns them by workflow id: see [Queue]. Queue a batch once: a second
+// Queue panics (it would queue every job again).
+func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
+	if p == nil {
+		panic("execflow: Batch.Queue with a nil pool")
+	}
+	plan := b.jobs
+	if plan == nil {
+		panic("execflow: Batch.Queue called twice")
+	}
+	b.jobs = nil
 	jobs := make(map[string]*engine.Job[Result], len(plan))
 	for _, pl := range plan {
 		jopts := []engine.JobOption{engine.Label(LabelID, pl.arg.ID)}
@@ -334,7 +373,7 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // runJob is the registered function: it gets the job's items and runs its

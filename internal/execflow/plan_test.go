@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -482,5 +483,33 @@ func TestPlanRefusesBadWorkflow(t *testing.T) {
 	_, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if want := `execflow: hand.yaml:2: job "b" runs after "a", which is unknown or comes later in the workflow`; err == nil || err.Error() != want {
 		t.Errorf("NewPlan: %v, want %s", err, want)
+	}
+}
+
+// TestBatchQueueTwice: a batch is queued once; a second Queue panics, and
+// Prepare fails as Queue does, queueing nothing.
+func TestBatchQueueTwice(t *testing.T) {
+	wf, err := workflow.Parse("wf.yaml", []byte("jobs:\n  - {id: a, run: \"true\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := execflow.Prepare(wf, execflow.Options{Scratch: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := engine.New(engine.Workers(0))
+	if jobs := b.Queue(p); len(jobs) != 1 || jobs["a"] == nil {
+		t.Fatalf("Batch.Queue returned %v, want job a", jobs)
+	}
+	func() {
+		defer func() {
+			if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "twice") {
+				t.Errorf("a second Batch.Queue: panic %v, want one that says it was called twice", v)
+			}
+		}()
+		b.Queue(p)
+	}()
+	if _, err := execflow.Prepare(wf, execflow.Options{Dir: filepath.Join(t.TempDir(), "none")}); err == nil {
+		t.Error("Prepare with a folder that does not exist: no error")
 	}
 }
