@@ -229,12 +229,27 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if toRun == 0 {
 		f.serial = true // every job is skipped: no worker to start
 	}
-	// Scratch and temporary folders of poolruns and workers that were
-	// killed: their artefacts are of no use.
-	execflow.SweepScratch("")
-
 	var opts execflow.Options
 	opts.Plan = plan
+	// Nothing of the run's outlives this process, should it be killed: a
+	// janitor waits for its end. It starts while the pool is made; no
+	// command starts before it is there.
+	var janitor *startingJanitor
+	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
+		janitor = startJanitor(opts)
+		defer janitor.close()
+	}
+	// Scratch and temporary folders of poolruns and workers that were
+	// killed: their artefacts are of no use. They go while the run starts
+	// (never a folder of a live poolrun's: see SweepScratch), and before
+	// this returns.
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		execflow.SweepScratch("")
+	}()
+	defer func() { <-swept }()
+
 	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
 		return err
 	}
@@ -247,14 +262,6 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer s.closeListener()
-	// Nothing of the run's outlives this process, should it be killed: a
-	// janitor waits for its end. It starts while the pool is made; no
-	// command starts before it is there.
-	var janitor *startingJanitor
-	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
-		janitor = startJanitor(opts)
-		defer janitor.close()
-	}
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)
