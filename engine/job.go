@@ -263,9 +263,9 @@ func Label(key, value string) JobOption {
 // Queue adds a call of fn with arg to the pool and returns the job. It is
 // safe to call from any goroutine, before and during [Pool.Run] (from a job
 // listener or a scheduler, see [Pool.Go]). A job queued once Run has begun
-// to stop (every job done and every scheduler returned, ctx ended, or a
-// failure), or after it has returned, is Cancelled at once with
-// [ErrPoolClosed].
+// to stop (every job done and every scheduler returned, ctx ended, or no
+// worker can be started), or after it has returned, is Cancelled at once
+// with [ErrPoolClosed].
 //
 // The argument is encoded at once; if it cannot be, the job fails with that
 // error when it would have run. Queue panics if a dependency belongs to

@@ -86,11 +86,7 @@ func wantsSlack(args []string) bool {
 // what a job's command follows (an item's too: an upper bound); 0 when
 // it is not a regular file or cannot be read.
 func countJobs(path string) int {
-	// Not opened before it is known to be a regular file: opening a FIFO
-	// waits for a writer.
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return 0
-	}
+	// Opened without waiting: opening a FIFO waits for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0
