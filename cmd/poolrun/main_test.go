@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // poolrunBin is the poolrun binary the tests drive, built once by TestMain.
@@ -49,11 +51,19 @@ type result struct {
 	stdout, stderr string
 }
 
+// runTimeout bounds a run of poolrun in the tests.
+const runTimeout = 3 * time.Minute
+
 // poolrun runs the binary in dir with args and returns what it printed and
 // its exit status.
 func poolrun(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(poolrunBin, args...)
+	// A run that hangs fails its test, with what it printed, instead of
+	// holding the package until go test's own timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, poolrunBin, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -61,6 +71,8 @@ func poolrun(t *testing.T, dir string, args ...string) result {
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("poolrun %v did not end within %v; it printed:\n%s%s", args, runTimeout, r.stdout, r.stderr)
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:

@@ -86,7 +86,16 @@ func wantsSlack(args []string) bool {
 // what a job's command follows (an item's too: an upper bound); 0 when
 // it is not a regular file or cannot be read.
 func countJobs(path string) int {
-	// Opened without waiting: opening a FIFO waits for a writer.
+	// Not opened before it is known to be a regular file. Opening a FIFO
+	// waits for a writer; opened without waiting, it still lets a writer
+	// in that is waiting for a reader, which then writes into a FIFO that
+	// nobody reads once this closes it, while poolrun run, opening it
+	// next, waits for ever (cmd/poolrun TestRunTimerSlackFromPipe).
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	// Without waiting, and checked again once open: the path may have
+	// become a FIFO since.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0
