@@ -163,12 +163,19 @@ var useLate = engine.Register("cluster_test.uselate", func(ctx context.Context, 
 // and sees the set without X before the one with X: evicting on it would
 // make C find X gone and build it again. The engine waits a second for a
 // job's set (half of it for the watch, then a direct get). 300 ms late,
-// the worker sees C's set within that second and C finds X. 700 ms late,
-// it sees the set without X, not C's set, by then: it must give up, keep
-// everything, and say so; C finds X. 1.5 s late, it sees neither: the
-// same.
+// the worker sees C's set within that second and C finds X. 1.5 s and 3 s
+// late, it does not see C's set by then: it must give up, keep everything,
+// and say so; C finds X.
+//
+// The watch takes the entries one after the other, so C's set reaches the
+// worker some 2 × lateBy after the set without X was published; C reaches
+// it some time after that publication too, and the worker waits a second
+// from then. A run 700 ms late, as this test once had, gave up only when C
+// reached the worker within 400 ms of that publication, which the full
+// suite's load under -race once did not (a CI run of 51c183e). 1.5 s late
+// leaves 2 s for that; 3 s late, 5 s.
 func TestLateWindow(t *testing.T) {
-	for _, late := range []time.Duration{300 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
+	for _, late := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) { testLateWindow(t, late) })
 	}
 }
