@@ -9,10 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -181,42 +178,6 @@ func rereadable(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// runGCPercent is the garbage collector's target in poolrun run until its
-// first collection: the heap may grow to 16 MiB (4 MiB × 400%) before it
-// collects, then to twice what is live as usual (GOGC=100). Reading a
-// workflow and queueing its jobs allocate some 4 MiB for 1,000 jobs, most
-// of it garbage at once: they made two collections before the first
-// command started, and four more came as commands started, each waiting
-// to stop the world for every goroutine that was forking one. 1,000 jobs
-// of true, -j 2: the first command 56 ms after poolrun's start instead of
-// 68 ms (medians of 16 runs; bench/README.md, group 8); no collection at
-// all, and 6 MiB more at the peak of the resident set (28 MiB). As
-// cmd/compile does (AdjustStartingHeap), with a plain rule.
-const runGCPercent = 400
-
-// lessGC sets the garbage collector's target to runGCPercent until the
-// first collection, unless GOGC is set.
-func lessGC() {
-	if _, set := os.LookupEnv("GOGC"); set || !lessGCPending.CompareAndSwap(false, true) {
-		return // set by the user, or raised already
-	}
-	before := debug.SetGCPercent(runGCPercent)
-	// The sentinel is garbage at once: its cleanup runs after the first
-	// collection, and puts the target back.
-	runtime.AddCleanup(new(gcSentinel), func(p int) {
-		debug.SetGCPercent(p)
-		lessGCPending.Store(false)
-	}, before)
-}
-
-// lessGCPending: lessGC raised the target, and no collection has put it
-// back yet.
-var lessGCPending atomic.Bool
-
-// gcSentinel is an object too large for the tiny allocator, which would
-// keep it with other objects.
-type gcSentinel struct{ _ [32]byte }
-
 // manyCommands is where CoalesceWakeups starts to pay: the second start
 // of the program costs about what the larger slack saves on a hundred
 // short commands (bench/README.md, group 8).
@@ -246,7 +207,6 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := inc.check(); err != nil {
 		return err
 	}
-	lessGC()
 	wf, err := workflow.Load(fs.Arg(0))
 	if err != nil {
 		return badInput(err)
