@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
@@ -38,13 +39,15 @@ jobs:
 			t.Skip("no /proc/self/fd:", err)
 		}
 		for _, e := range entries {
-			switch l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); l {
-			case "anon_inode:[eventpoll]":
-			case "anon_inode:[pidfd]":
+			l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+			if l == "anon_inode:[eventpoll]" {
+				continue
+			}
+			n++
+			// "anon_inode:[pidfd]"; "pidfd:[N]" where pidfs serves them
+			// (Linux 6.9 and later).
+			if strings.Contains(l, "pidfd") {
 				pidfds++
-				n++
-			default:
-				n++
 			}
 		}
 		return n, pidfds
