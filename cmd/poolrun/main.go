@@ -16,7 +16,7 @@ import (
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/cli"
 	"github.com/poolrun/poolrun/internal/execflow"
-	_ "github.com/poolrun/poolrun/internal/prestart" // the janitor's wait and the timer slack, before the rest starts
+	_ "github.com/poolrun/poolrun/internal/prestart" // the timer slack, before the rest starts
 )
 
 func main() {

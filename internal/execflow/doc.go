@@ -175,13 +175,13 @@
 // # The janitor
 //
 // A pool whose commands run in its own process has no worker process to
-// see it die: [StartJanitor] starts a janitor, this same program
-// re-executed with [JanitorEnv] set, in a process group of its own, that
-// waits on its standard input, a pipe whose write end the pool's process
-// alone holds. When that process dies (killed with SIGKILL, say), the
-// janitor kills every process marked with its pid ([OwnerEnv]) and removes
-// its scratch folders, then exits; [Janitor.Close], once the pool has run,
-// dismisses it, and it exits doing nothing. A program that starts a
+// see it die: [StartJanitor] starts a janitor in a process group of its
+// own, /bin/sh waiting on its standard input, a pipe whose write end the
+// pool's process alone holds. When that process dies (killed with
+// SIGKILL, say), the shell executes this same program with [JanitorEnv]
+// set, which kills every process marked with its pid ([OwnerEnv]) and
+// removes its scratch folders, then exits; [Janitor.Close], once the pool
+// has run, dismisses it, and it exits doing nothing. A program that starts a
 // janitor must call [Init] early in main (and in TestMain of a test binary
 // that plays it), right after engine.Init: in the janitor it does the
 // janitor's work and exits; elsewhere it returns at once. The janitor

@@ -30,8 +30,10 @@ const janitorRounds = 10
 
 // Init must be called early in main (and in TestMain) of a program that
 // calls [StartJanitor], right after engine.Init: in a janitor process (the
-// same binary, re-executed with [JanitorEnv] set) it does the janitor's
-// work and exits the process; in any other process it returns at once.
+// same binary, which the janitor's waiting shell executes with
+// [JanitorEnv] set once the pool's process has died) it does the
+// janitor's work and exits the process; in any other process it returns
+// at once.
 func Init() {
 	v, ok := os.LookupEnv(JanitorEnv)
 	if !ok {
@@ -52,14 +54,15 @@ type Janitor struct {
 }
 
 // StartJanitor starts the janitor of this process's work on a pool with
-// opts (their scratch root): this program, re-executed (see [Init]), in a
-// process group of its own, with no parent-death signal, so that it
-// outlives this process; its standard input is the read end of a pipe
-// whose write end this process alone holds (close-on-exec: no command
-// inherits it), its standard output /dev/null and its standard error
-// this process's. It waits for the end of its input. After [Janitor.Close]
-// it exits and does nothing; at the end of its input without Close (this
-// process died), it kills with SIGKILL every process marked as a command
+// opts (their scratch root), in a process group of its own, with no
+// parent-death signal, so that it outlives this process; its standard
+// input is the read end of a pipe whose write end this process alone
+// holds (close-on-exec: no command inherits it), its standard output
+// /dev/null and its standard error this process's. It waits for the end
+// of its input, as /bin/sh, which costs a tenth of a Go program's start
+// (see [janitorWaiter]). After [Janitor.Close] it exits and does nothing;
+// at the end of its input without Close (this process died), it becomes
+// this program (see [Init]), which kills with SIGKILL every process marked as a command
 // of this process's pool, or one a command started ([OwnerEnv]
 // "<this pid>:..."; found in /proc, on Linux), a few rounds until none is
 // left, then removes this process's scratch folders from the scratch root
@@ -79,16 +82,24 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("execflow: finding this program to start the janitor: %w", err)
 	}
+	// The program itself is handed to the waiter open: it may be gone from
+	// its path by the time it is needed (go run removes its build when
+	// the pool's process dies).
+	prog, err := os.Open(exe)
+	if err != nil {
+		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
+	}
+	defer prog.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(exe)
-	cmd.Args = []string{os.Args[0]}
+	cmd := exec.Command("/bin/sh", "-c", janitorWaiter, exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", JanitorEnv, os.Getpid(), root))
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
+	cmd.ExtraFiles = []*os.File{prog} // descriptor 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
@@ -96,6 +107,17 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	}
 	return &Janitor{cmd: cmd, pipe: w}, nil
 }
+
+// janitorWaiter is the script of the janitor's wait: /bin/sh reads its
+// standard input and exits if it says [dismissal]; at its end without
+// that (the pool's process died), it executes this program, open on
+// descriptor 3 (the path, $0, where /proc is missing), which finds its
+// standard input at its end and ends what the pool left. A janitor of
+// this program's own would cost a Go program's start for the wait alone:
+// some 10-15 ms of CPU and 500 page faults, at the moment the first
+// commands start, against 1-2 ms for the shell (bench/README.md,
+// group 8).
+var janitorWaiter = `read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
 
 // Close dismisses the janitor: call it once the pool's Run has returned,
 // when this process has ended its work itself. The janitor exits at once,

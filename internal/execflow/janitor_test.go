@@ -86,6 +86,12 @@ func startJanitored(t *testing.T, logDir, root string, env ...string) (*exec.Cmd
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startJanitoredFrom(t, exe, logDir, root, env...)
+}
+
+// startJanitoredFrom is startJanitored with the program at exe.
+func startJanitoredFrom(t *testing.T, exe, logDir, root string, env ...string) (*exec.Cmd, int, int) {
+	t.Helper()
 	cmd := exec.Command(exe)
 	cmd.Env = append(append(os.Environ(), envRole+"=janitored", "EXECFLOW_TEST_LOG="+logDir, "EXECFLOW_TEST_SCRATCH="+root), env...)
 	var stderr bytes.Buffer
@@ -137,6 +143,38 @@ func TestJanitor(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("the grandchild, the scratch folder and the janitor were gone %v after the pool's process", time.Since(killed).Round(time.Millisecond))
+}
+
+// TestJanitorProgramGone: the janitor does its work when the program is
+// no longer where it was started from (go run removes its build when the
+// pool's process dies): its waiting shell holds the program open.
+func TestJanitorProgramGone(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "pool")
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logDir, root := t.TempDir(), t.TempDir()
+	cmd, grandchild, janitor := startJanitoredFrom(t, prog, logDir, root)
+	if err := os.Remove(prog); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if left := proctest.WaitGone([]int{grandchild, janitor}, 10*time.Second); len(left) > 0 {
+		t.Fatalf("10 s after the pool's process was killed, with its program removed: %v still there (grandchild %d, janitor %d)", left, grandchild, janitor)
+	}
+	if left := scratchLeft(t, root); len(left) > 0 {
+		t.Errorf("the scratch root holds %q, want nothing", left)
+	}
 }
 
 // TestJanitorDismissed: a janitor that the pool's process dismisses

@@ -15,8 +15,6 @@ func TestPrestartAgrees(t *testing.T) {
 		name        string
 		here, there any
 	}{
-		{"JanitorEnv", JanitorEnv, prestart.JanitorEnv},
-		{"dismissal", dismissal, prestart.Dismissal},
 		{"slackEnv", slackEnv, prestart.SlackEnv},
 		{"TimerSlack", TimerSlack.Nanoseconds(), int64(prestart.TimerSlack)},
 		{"StateSuffix", StateSuffix, prestart.StateSuffix},

@@ -4,10 +4,6 @@ package prestart
 // cannot import without initialising them first (a test checks that they
 // agree).
 const (
-	// JanitorEnv is execflow.JanitorEnv.
-	JanitorEnv = "POOLRUN_JANITOR"
-	// Dismissal is what execflow.Janitor.Close writes to the janitor.
-	Dismissal = "done\n"
 	// SlackEnv marks a poolrun that raised its timer slack, with the slack
 	// it was started with, in nanoseconds (execflow's slackEnv).
 	SlackEnv = "POOLRUN_TIMER_SLACK"

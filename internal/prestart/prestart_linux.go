@@ -19,40 +19,8 @@ const (
 )
 
 func init() {
-	if _, ok := syscall.Getenv(JanitorEnv); ok {
-		janitorWait()
-		return
-	}
 	if len(os.Args) > 2 && os.Args[1] == "run" && wantsSlack(os.Args[2:]) {
 		coalesceWakeups()
-	}
-}
-
-// janitorWait reads the janitor's standard input, a pipe, to its end, and
-// exits the process if poolrun dismissed it. It returns when the input is
-// not a pipe (started by hand: execflow.Init says why) or ended without
-// the dismissal.
-func janitorWait() {
-	var st syscall.Stat_t
-	if syscall.Fstat(0, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
-		return
-	}
-	var said []byte
-	buf := make([]byte, 64)
-	for {
-		n, err := syscall.Read(0, buf)
-		if n > 0 {
-			said = append(said, buf[:n]...)
-		}
-		if err == syscall.EINTR {
-			continue
-		}
-		if n <= 0 || len(said) > len(Dismissal) {
-			break
-		}
-	}
-	if string(said) == Dismissal {
-		os.Exit(0)
 	}
 }
 

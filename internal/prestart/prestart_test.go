@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,47 +121,6 @@ func TestCoalesceWakeups(t *testing.T) {
 			out, _ := cmd.CombinedOutput()
 			if string(out) != c.want {
 				t.Errorf("%v: got %q, want %q", c.args, out, c.want)
-			}
-		})
-	}
-}
-
-// TestJanitorWait: a janitor that poolrun dismisses exits 0 before main;
-// one whose input ends without the dismissal (poolrun died) or whose input
-// is not a pipe (started by hand) goes on to main, where execflow.Init
-// does the rest.
-func TestJanitorWait(t *testing.T) {
-	for _, c := range []struct {
-		name     string
-		say      string
-		pipe     bool
-		wantCode int
-	}{
-		{"dismissed", prestart.Dismissal, true, 0},
-		{"poolrun died", "", true, 3},
-		{"something else", "done\nmore\n", true, 3},
-		{"by hand", "", false, 3},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stdin *os.File
-			if c.pipe {
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				go func() {
-					w.WriteString(c.say)
-					w.Close()
-				}()
-				stdin = r
-			}
-			out, code := self(t, stdin, []string{prestart.JanitorEnv + "=" + strconv.Itoa(os.Getpid()) + ":/tmp"})
-			if code != c.wantCode {
-				t.Errorf("status %d, want %d; output:\n%s", code, c.wantCode, out)
-			}
-			if reached := strings.Contains(out, "main reached"); reached != (c.wantCode == 3) {
-				t.Errorf("main reached: %v, want %v", reached, c.wantCode == 3)
 			}
 		})
 	}
