@@ -411,7 +411,14 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	size := 64 << 10 // few system calls on an OS pipe
+	if _, ok := r.(*memPipeReader); ok {
+		// A read from memory costs a copy: a small buffer does as well,
+		// and a pool of in-process workers, which has three such readers
+		// a worker, allocated 384 KiB of them before its first command.
+		size = 4 << 10
+	}
+	return &frameReader{r: bufio.NewReaderSize(r, size)}
 }
 
 // next returns the next frame's kind and payload; the payload is valid until

@@ -15,6 +15,7 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/preload"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -207,7 +208,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := inc.check(); err != nil {
 		return err
 	}
-	wf, err := workflow.Load(fs.Arg(0))
+	wf, err := preload.Load(fs.Arg(0)) // read while the program started, where it was
 	if err != nil {
 		return badInput(err)
 	}
