@@ -32,6 +32,7 @@ func TestRunTimerSlack(t *testing.T) {
 	if !ok {
 		t.Skip("no /proc/self/timerslack_ns here")
 	}
+	ownPolicy := policyOf(t, "/proc/self/stat")
 	for _, c := range []struct {
 		name string
 		jobs int
@@ -53,7 +54,7 @@ func TestRunTimerSlack(t *testing.T) {
 				fmt.Fprintf(&wf, "  - {id: j%d, run: \"true\"}\n", i)
 			}
 			wf.WriteString(`  - id: probe
-    run: cat /proc/self/timerslack_ns > own.txt; cat /proc/$PPID/timerslack_ns > poolrun.txt 2>/dev/null; echo $PPID > ppid.txt; env > env.txt
+    run: cat /proc/self/timerslack_ns > own.txt; cat /proc/$PPID/timerslack_ns > poolrun.txt 2>/dev/null; echo $PPID > ppid.txt; env > env.txt; cat /proc/$$/stat > own-stat.txt; cat /proc/$PPID/stat > poolrun-stat.txt
     outputs: [own.txt]
 `)
 			if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf.String()), 0o644); err != nil {
@@ -83,11 +84,43 @@ func TestRunTimerSlack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(string(env), execflow.EnvPrefix+"TIMER_SLACK") {
-				t.Errorf("a command sees poolrun's marker:\n%s", env)
+			for _, marker := range []string{"TIMER_SLACK", "SCHED_BATCH"} {
+				if strings.Contains(string(env), execflow.EnvPrefix+marker) {
+					t.Errorf("a command sees poolrun's marker %s:\n%s", execflow.EnvPrefix+marker, env)
+				}
+			}
+			// The scheduling policy: SCHED_BATCH (3) for a poolrun that
+			// raised its slack, if it started as SCHED_OTHER (0); its
+			// commands get the one it started with.
+			wantPolicy := ownPolicy
+			if c.want != own && ownPolicy == "0" {
+				wantPolicy = "3"
+			}
+			if got := policyOf(t, filepath.Join(dir, "own-stat.txt")); got != ownPolicy {
+				t.Errorf("a command's scheduling policy is %s, want poolrun's at its start, %s", got, ownPolicy)
+			}
+			if got := policyOf(t, filepath.Join(dir, "poolrun-stat.txt")); got != wantPolicy {
+				t.Errorf("poolrun's scheduling policy is %s, want %s", got, wantPolicy)
 			}
 		})
 	}
+}
+
+// policyOf returns the scheduling policy (field 41) of the /proc/PID/stat
+// copy at path.
+func policyOf(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command's name, in parentheses, may hold spaces: count after it.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 39 {
+		t.Fatalf("%s: %d fields after the name, want 39 or more:\n%s", path, len(fields), s)
+	}
+	return fields[38] // field 41 of the whole line: 3 before these
 }
 
 // TestRunTimerSlackFromPipe: a workflow of many commands read from a pipe

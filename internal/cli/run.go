@@ -66,7 +66,9 @@ the commands with poolrun, and fg or bg continues them all. Should poolrun
 be killed (SIGKILL), a janitor process it started kills what its commands
 left running and removes its scratch folders. With 200 commands or more to
 run, poolrun starts itself again (same pid) with a timer slack of 10 ms,
-so that its threads wake less often; commands keep the slack it had.
+so that its threads wake less often, and as SCHED_BATCH, so that they do
+not preempt the commands; commands keep the slack and the scheduling
+policy it had.
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a

@@ -16,6 +16,7 @@ func TestPrestartAgrees(t *testing.T) {
 		here, there any
 	}{
 		{"slackEnv", slackEnv, prestart.SlackEnv},
+		{"batchEnv", batchEnv, prestart.BatchEnv},
 		{"TimerSlack", TimerSlack.Nanoseconds(), int64(prestart.TimerSlack)},
 		{"StateSuffix", StateSuffix, prestart.StateSuffix},
 		{"StateFile", StateFile("dir/wf.yaml"), "dir/." + "wf.yaml" + prestart.StateSuffix},

@@ -7,6 +7,9 @@ const (
 	// SlackEnv marks a poolrun that raised its timer slack, with the slack
 	// it was started with, in nanoseconds (execflow's slackEnv).
 	SlackEnv = "POOLRUN_TIMER_SLACK"
+	// BatchEnv marks a poolrun that moved itself from SCHED_OTHER to
+	// SCHED_BATCH (execflow's batchEnv).
+	BatchEnv = "POOLRUN_SCHED_BATCH"
 	// TimerSlack is execflow.TimerSlack, in nanoseconds.
 	TimerSlack = 10_000_000
 	// ManyCommands is the number of commands from which poolrun run raises

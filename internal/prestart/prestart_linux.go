@@ -5,6 +5,7 @@ package prestart
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // It imports os and syscall alone: a package it imports must be
@@ -12,10 +13,12 @@ import (
 // order of their import paths, most of which come before this one's
 // (bytes, strconv, strings and path/filepath would wait for many).
 
-// prctl options (linux/prctl.h).
+// prctl options (linux/prctl.h), and scheduling policies (linux/sched.h).
 const (
 	prSetTimerSlack = 29
 	prGetTimerSlack = 30
+	schedOther      = 0
+	schedBatch      = 3
 )
 
 func init() {
@@ -128,9 +131,10 @@ func itoa(u uint64) string {
 }
 
 // coalesceWakeups re-executes the program with its timer slack raised to
-// TimerSlack, as execflow.CoalesceWakeups does, and returns only if it
-// did not. Package initialisation runs on the main thread, locked to it:
-// the slack and the exec are that thread's.
+// TimerSlack, and as SCHED_BATCH if it ran as SCHED_OTHER, as
+// execflow.CoalesceWakeups does, and returns only if it did not. Package
+// initialisation runs on the main thread, locked to it: the slack, the
+// policy and the exec are that thread's.
 func coalesceWakeups() {
 	if _, done := syscall.Getenv(SlackEnv); done {
 		return
@@ -147,6 +151,20 @@ func coalesceWakeups() {
 		return
 	}
 	env := append(os.Environ(), SlackEnv+"="+itoa(uint64(before)))
+	// SCHED_BATCH too, from SCHED_OTHER (execflow.CoalesceWakeups says why).
+	var prio int32 // struct sched_param
+	policy, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, 0, 0, 0)
+	batch := errno == 0 && policy == schedOther
+	if batch {
+		_, _, errno = syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedBatch, uintptr(unsafe.Pointer(&prio)))
+		batch = errno == 0
+	}
+	if batch {
+		env = append(env, BatchEnv+"=1")
+	}
 	syscall.Exec(exe, os.Args, env) // returns only when it failed
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, before, 0)
+	if batch {
+		syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedOther, uintptr(unsafe.Pointer(&prio)))
+	}
 }
