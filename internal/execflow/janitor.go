@@ -59,7 +59,7 @@ type Janitor struct {
 // input is the read end of a pipe whose write end this process alone
 // holds (close-on-exec: no command inherits it), its standard output
 // /dev/null and its standard error this process's. It waits for the end
-// of its input, as /bin/sh, which costs a tenth of a Go program's start
+// of its input, as /bin/sh, which costs a fraction of a Go program's start
 // (see [janitorWaiter]). After [Janitor.Close] it exits and does nothing;
 // at the end of its input without Close (this process died), it becomes
 // this program (see [Init]), which kills with SIGKILL every process marked as a command
@@ -108,16 +108,15 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	return &Janitor{cmd: cmd, pipe: w}, nil
 }
 
-// janitorWaiter is the script of the janitor's wait: /bin/sh reads its
-// standard input and exits if it says [dismissal]; at its end without
-// that (the pool's process died), it executes this program, open on
-// descriptor 3 (the path, $0, where /proc is missing), which finds its
-// standard input at its end and ends what the pool left. A janitor of
-// this program's own would cost a Go program's start for the wait alone:
-// some 10-15 ms of CPU and 500 page faults, at the moment the first
-// commands start, against 1-2 ms for the shell (bench/README.md,
-// group 8).
-var janitorWaiter = `read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
+// janitorWaiter is the script of the janitor's wait, which names itself
+// for ps: /bin/sh reads its standard input and exits if it says
+// [dismissal]; at its end without that (the pool's process died), it
+// executes this program, open on descriptor 3 (the path, $0, where /proc
+// is missing), which finds its standard input at its end and ends what
+// the pool left. A janitor of this program's own cost a Go program's
+// start for the wait alone: 27 ms of CPU, at the moment the first commands
+// start, against 5-7 ms for the shell (bench/README.md, group 8).
+var janitorWaiter = `: poolrun janitor; read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
 
 // Close dismisses the janitor: call it once the pool's Run has returned,
 // when this process has ended its work itself. The janitor exits at once,
