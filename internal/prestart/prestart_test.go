@@ -3,8 +3,6 @@
 package prestart_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/poolrun/poolrun/internal/prestart"
 )
@@ -30,28 +27,6 @@ func TestMain(m *testing.M) {
 		os.Exit(3)
 	}
 	os.Exit(m.Run())
-}
-
-// self runs the test binary with args and the extra environment env, its
-// standard input stdin (nil: /dev/null), and returns its standard output
-// and exit status.
-func self(t *testing.T, stdin *os.File, env []string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), roleEnv+"=1"), env...)
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	return out.String(), cmd.ProcessState.ExitCode()
 }
 
 func slackOf(t *testing.T, path string) string {
