@@ -414,8 +414,8 @@ func newFrameReader(r io.Reader) *frameReader {
 	size := 64 << 10 // few system calls on an OS pipe
 	if _, ok := r.(*memPipeReader); ok {
 		// A read from memory costs a copy: a small buffer does as well,
-		// and a pool of in-process workers, which has three such readers
-		// a worker, allocated 384 KiB of them before its first command.
+		// and a pool of two in-process workers, which has three such
+		// readers a worker, allocated 384 KiB of them.
 		size = 4 << 10
 	}
 	return &frameReader{r: bufio.NewReaderSize(r, size)}
