@@ -238,8 +238,8 @@ jobs:
 		}
 	}
 	for _, want := range []string{
-		`poolrun: job "half" (wf.yaml:3): exit status 3`,
-		`poolrun: job "lazy" (wf.yaml:6): output lazy.txt: the command exited 0 without writing this output`,
+		"poolrun: job \"half\" (wf.yaml:3): exit status 3\n    poolrun removed what the job wrote: half.txt, parts/1.part\n",
+		`poolrun: job "lazy" (wf.yaml:6): output lazy.txt: the command exited 0 without making this output`,
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
@@ -475,7 +475,7 @@ func TestRunReportsEveryMistake(t *testing.T) {
 		`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach and timeout)`,
 		`wf.yaml:7: job "b": after "nope": no such job`,
 		`wf.yaml:10: job "c": timeout "soon" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`,
-		`wf.yaml:11: job "c": outputs ".": the workflow's folder, or one above it, cannot be an output`,
+		`wf.yaml:11: job "c": outputs ".": the workflow's folder itself cannot be an output`,
 		`wf.yaml:14: job "d": needs "ref": no such item`,
 	}
 	if got := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); !slices.Equal(got, want) {
@@ -523,7 +523,7 @@ func TestIncrementalInterrupt(t *testing.T) {
 		t.Error("slow.txt, the output of the interrupted job, is still there")
 	}
 	r := mustRun(t, dir, "run", "-n", "wf.yaml")
-	if !strings.Contains(r.stdout, "skip  fast  up to date\nrun   slow  output slow.txt is missing\n") {
+	if !strings.Contains(r.stdout, "skip  fast  up to date\nrun   slow  incomplete (the last run was cut off)\n") {
 		t.Errorf("after the interrupted run, -n says:\n%s", r.stdout)
 	}
 }

@@ -14,9 +14,9 @@ import (
 // Write writes data to path atomically: into a temporary file in the same
 // folder, created exclusively under a random name (never through a
 // symbolic link) with mode 0666 less the umask, as any Unix tool's file,
-// synced and renamed to path. A symbolic link at path is refused, neither
-// followed nor replaced. On an error the temporary file is removed and
-// path is as it was.
+// synced and renamed to path, and the folder synced. A symbolic link at
+// path is refused, neither followed nor replaced. On an error the
+// temporary file is removed and path is as it was.
 func Write(path string, data []byte) error { return WriteMode(path, data, 0o666) }
 
 // WriteMode is Write with the file's mode perm less the umask, rather than
@@ -43,6 +43,21 @@ func WriteMode(path string, data []byte, perm os.FileMode) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir syncs the folder dir, so that a rename in it survives a power
+// cut as the file's content does.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }

@@ -103,11 +103,27 @@ workflow, .FILE.poolrun-state. Otherwise it runs: an output is missing, an
 input is missing or newer, its command changed, or a job it runs after
 runs. A job without outputs always runs. This is decided before anything
 runs, in the order of the jobs. --force runs every job anyway, --force
-JOB-GLOB (repeatable, or comma-separated) those whose ids match. A job that
-fails, is interrupted or whose worker dies has its declared outputs removed
-(make's .DELETE_ON_ERROR), so that nothing half-written passes for done;
-a command that exits 0 without writing one of its outputs (a file that is
-missing, or as it was before it ran) fails its job with the output's name.
+JOB-GLOB (repeatable, or comma-separated) those whose ids match.
+
+Outputs must lie inside the workflow file's folder: one that resolves
+elsewhere (../x, /x, or ${d}/x with an empty d), or that could match the
+workflow file, its state file or a .git folder, is refused before anything
+runs (FILE:LINE, exit status 2). A pattern matches names that begin with a
+dot only where it says so (.*). When a job fails or is interrupted, poolrun
+removes what its command wrote of its outputs (make's .DELETE_ON_ERROR):
+the files it created or changed and the folders it created, never what was
+there before and is as it was; the message and the report name what was
+removed. A command that exits 0 leaving an output as it was (cp -p, a make
+with nothing to do) succeeds; one that exits 0 with an output missing
+fails. Before the first job runs, the state file records the jobs about to
+run as begun, and a job as done only once it has succeeded: a run that is
+cut off (kill -9, a power cut) leaves no job looking done, and the next run
+runs them again ("incomplete (the last run was cut off)"), as it does a job
+that failed. A job whose worker died keeps what it wrote until then.
+
+One run of a workflow at a time: a second poolrun run of the same file
+refuses, naming the first one's pid, or with --wait waits for it to end.
+The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
 commands too, in the same working folder, and their outputs land in the
@@ -214,6 +230,15 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return badInput(err)
 	}
+	if !inc.dryRun && !inc.dag {
+		// One run of a workflow at a time: two would share its state file
+		// and outputs. Taken before the plan reads the state.
+		lock, err := lockWorkflow(ctx, wf, inc.wait, stderr)
+		if err != nil {
+			return err
+		}
+		defer lock.Unlock()
+	}
 	plan, err := inc.plan(wf)
 	if err != nil {
 		return err
@@ -267,7 +292,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer s.closeListener()
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
-	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr))...)
+	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())...)
 	batch, err := execflow.Prepare(wf, opts)
 	if err != nil {
 		return badInput(err)
@@ -300,14 +325,18 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := janitor.wait(); err != nil {
 		return err
 	}
+	// The jobs about to run are recorded as begun, so that a run cut off
+	// from here on leaves none of them looking done.
+	if err := plan.Begin(); err != nil {
+		return err
+	}
 	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
 		printFailures(stderr, wf, jobs)
 	}
-	// What the workers could not remove (a worker died), and what the
-	// run made, for the next. Said here, since an interrupted run's error
-	// is not printed.
-	if err := errors.Join(execflow.RemoveOutputs(wf, jobs, opts), plan.Save(jobs)); err != nil {
+	// What the run made, for the next. Said here, since an interrupted
+	// run's error is not printed.
+	if err := plan.Save(jobs); err != nil {
 		fmt.Fprintf(stderr, "poolrun: %v\n", indent(err.Error()))
 		if runErr == nil {
 			runErr = errors.New("poolrun run: every job succeeded, but the state file could not be written")
@@ -324,6 +353,7 @@ type incrementalFlags struct {
 	force  forceFlag
 	dryRun bool
 	dag    bool
+	wait   bool
 }
 
 func (f *incrementalFlags) register(fs *flag.FlagSet) {
@@ -331,6 +361,33 @@ func (f *incrementalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dryRun, "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "the same as -n")
 	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
+	fs.BoolVar(&f.wait, "wait", false, "if another poolrun runs this workflow, wait for it to end (by default poolrun refuses, naming its pid)")
+}
+
+// lockWorkflow takes the lock of wf's file (execflow.LockWorkflow). A
+// folder where the lock cannot be made is no obstacle to a workflow
+// without outputs, which writes nothing there.
+func lockWorkflow(ctx context.Context, wf *workflow.Workflow, wait bool, stderr io.Writer) (*execflow.Lock, error) {
+	lock, err := execflow.LockWorkflow(ctx, wf.File, false)
+	var locked *execflow.LockedError
+	if wait && errors.As(err, &locked) {
+		fmt.Fprintf(stderr, "poolrun run: %s is being run by %s; waiting for it to end\n", wf.File, locked.Holder())
+		lock, err = execflow.LockWorkflow(ctx, wf.File, true)
+	}
+	switch {
+	case err == nil:
+		return lock, nil
+	case errors.As(err, &locked):
+		return nil, fmt.Errorf("poolrun run: %w", err)
+	case ctx.Err() != nil:
+		return nil, err
+	}
+	for _, j := range wf.Jobs {
+		if len(j.Outputs) > 0 {
+			return nil, fmt.Errorf("poolrun run: %w (the state file is written beside the workflow)", err)
+		}
+	}
+	return nil, nil
 }
 
 // args returns args, for fs, with a --force that has no pattern after it

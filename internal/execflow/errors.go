@@ -15,9 +15,10 @@ import (
 var ErrNoArtefact = errors.New("the command exited 0 but created nothing at $POOLRUN_ITEM")
 
 // ErrOutputNotWritten is wrapped by the error of a job whose command exited
-// with status 0 but did not write one of the job's declared outputs; the
-// error names the output. Only the message reaches the pool's process.
-var ErrOutputNotWritten = errors.New("the command exited 0 without writing this output")
+// with status 0 but did not make one of the job's declared outputs: nothing
+// is at its path, or nothing matches its pattern; the error names the
+// output. Only the message reaches the pool's process.
+var ErrOutputNotWritten = errors.New("the command exited 0 without making this output")
 
 // ErrBadState is wrapped by the error of [NewPlan] when the workflow's state
 // file ([StateFile]) cannot be read, or is not a state file of this
@@ -130,6 +131,9 @@ func walkErrors(err error, visit func(error) bool) bool {
 // parseCommandError reverses [CommandError.Error].
 func parseCommandError(msg string) (*CommandError, bool) {
 	head, tail, _ := strings.Cut(msg, "\n")
+	if i := strings.LastIndex("\n"+tail, "\n"+removedPrefix); i >= 0 && !strings.Contains(tail[i:], "\n") {
+		tail = strings.TrimSuffix(tail[:i], "\n") // finishOutputs' line, not the command's
+	}
 	ce := &CommandError{StderrTail: tail}
 	quoted := func(prefix string) (string, bool) {
 		if !strings.HasPrefix(head, prefix) {

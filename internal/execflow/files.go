@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // This file finds the files a job's inputs and outputs stand for: paths
@@ -96,7 +98,8 @@ func escapePattern(s string) string {
 
 // expand returns the absolute paths of the files and folders that exist
 // and that p, an input or output as written, stands for: p itself, or what
-// the pattern p matches, in lexical order.
+// the pattern p matches, in lexical order (a name that begins with a dot
+// only where the pattern's part begins with one: [workflow.Glob]).
 func (f folder) expand(p string) []string {
 	if !isPattern(p) {
 		abs := f.path(p)
@@ -105,8 +108,7 @@ func (f folder) expand(p string) []string {
 		}
 		return []string{abs}
 	}
-	matches, _ := filepath.Glob(f.pattern(p)) // only a malformed pattern fails, which workflow refuses
-	return matches
+	return workflow.Glob(f.pattern(p))
 }
 
 // stamp is what identifies the content of a file as its command left it:

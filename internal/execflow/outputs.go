@@ -1,14 +1,12 @@
 package execflow
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -65,7 +63,7 @@ func (o *outputs) snapshot() map[string]stamp {
 	before := make(map[string]stamp)
 	for _, p := range o.List {
 		for _, abs := range o.Dir.expand(p) {
-			if st, ok := stampOf(abs); ok {
+			if st, ok := lstampOf(abs); ok {
 				before[abs] = st
 			}
 		}
@@ -74,36 +72,27 @@ func (o *outputs) snapshot() map[string]stamp {
 }
 
 // check returns an error, wrapping [ErrOutputNotWritten] and naming the
-// output, for the first output that the command did not write: a path
-// where there is nothing, or a file that is as it was before (before is
-// what snapshot returned then), or a pattern that matches nothing the
-// command wrote. A folder counts as written if it exists: writing the
-// files in it does not change it.
-func (o *outputs) check(before map[string]stamp) error {
+// output, for the first output that the command, which exited 0, did not
+// make: a path where there is nothing, or a pattern that matches nothing.
+// An output that is as it was before the command ran is made: a command
+// that had nothing to do (cp -p, rsync -a, make) leaves it so.
+func (o *outputs) check() error {
 	if o == nil {
 		return nil
 	}
 	for _, p := range o.List {
-		matches := o.Dir.expand(p)
-		written := false
-		for _, abs := range matches {
-			st, ok := stampOf(abs)
-			if !ok {
-				continue // a dangling symbolic link
-			}
-			if old, existed := before[abs]; st.dir || !existed || !old.same(st) {
-				written = true
+		found := false
+		for _, abs := range o.Dir.expand(p) {
+			if _, ok := stampOf(abs); ok { // not a dangling symbolic link
+				found = true
 				break
 			}
 		}
-		if written {
+		if found {
 			continue
 		}
-		var why string
-		switch {
-		case len(matches) > 0:
-			why = " (it is as it was before the command ran)"
-		case isPattern(p):
+		why := ""
+		if isPattern(p) {
 			why = " (nothing matches the pattern)"
 		}
 		return fmt.Errorf("output %s: %w%s", o.Dir.showAs(p), ErrOutputNotWritten, why)
@@ -116,13 +105,17 @@ func (a stamp) same(b stamp) bool {
 	return a.mtime.Equal(b.mtime) && a.size == b.size && a.ino == b.ino && a.dir == b.dir
 }
 
-// remove removes every file and folder that the outputs stand for
-// (os.RemoveAll: a folder with what it holds; a symbolic link, not what
-// it points to), but never a protected path nor a folder above one. It
-// returns the errors, each naming its path, joined.
-func (o *outputs) remove() error {
+// remove removes what the command wrote of the outputs, before being what
+// snapshot returned before it ran: every file the outputs stand for that
+// was not there then, or that changed since (its modification time, size
+// or inode), and every folder that was not there then, with what it holds
+// (os.RemoveAll; a symbolic link, not what it points to). A file as it
+// was, and a folder that was there before, stay. It never removes a
+// protected path nor a folder above one. It returns what it removed, as
+// messages name them, and the errors, each naming its path, joined.
+func (o *outputs) remove(before map[string]stamp) (removed []string, err error) {
 	if o == nil {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	for _, p := range o.List {
@@ -130,12 +123,34 @@ func (o *outputs) remove() error {
 			if o.protected(abs) {
 				continue
 			}
+			now, exists := lstampOf(abs)
+			if !exists {
+				continue
+			}
+			if old, existed := before[abs]; existed && (old.dir || old.same(now)) {
+				continue
+			}
 			if err := os.RemoveAll(abs); err != nil {
 				errs = append(errs, err)
+				continue
 			}
+			removed = append(removed, o.Dir.showMatch(p, abs))
 		}
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
+}
+
+// lstampOf is stampOf for the path itself where it is a symbolic link
+// that points nowhere: a link the command made is removed too.
+func lstampOf(abs string) (stamp, bool) {
+	if st, ok := stampOf(abs); ok {
+		return st, true
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return stamp{}, false
+	}
+	return stamp{mtime: fi.ModTime(), size: fi.Size(), ino: inode(fi)}, true
 }
 
 // protected reports whether abs is one of o.Protect or a folder above one.
@@ -151,62 +166,48 @@ func (o *outputs) protected(abs string) bool {
 	return false
 }
 
-// RemoveOutputs removes the declared outputs of every job of wf, among
-// jobs as [Queue] returned them, that was sent to run and did not end
-// Succeeded, once the pool's Run has returned: the files and folders they
-// stand for, as a job's worker does when its command fails (see the
-// package documentation). It covers the jobs whose worker could not: one
-// that died under the job (Aborted), or was killed when the job's command
-// outlived its timeout or cancellation by the grace period; for the
-// others there is nothing left to remove. opts must be those given to
-// Queue. It returns the errors of the removals, each naming its path.
-func RemoveOutputs(wf *workflow.Workflow, jobs map[string]*engine.Job[Result], opts Options) error {
-	if wf == nil {
-		panic("execflow: RemoveOutputs with a nil workflow")
-	}
-	work, err := filepath.Abs(cmp.Or(opts.Dir, "."))
-	if err != nil {
-		return fmt.Errorf("execflow: working folder %q: %w", opts.Dir, err)
-	}
-	m, err := newOutputsMaker(wf, work)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, j := range wf.Jobs {
-		job := jobs[j.ID]
-		if job == nil || len(j.Outputs) == 0 {
-			continue
-		}
-		if st := job.Status(); st == engine.Succeeded || st == engine.Skipped || !st.Done() || len(job.Attempts()) == 0 {
-			continue
-		}
-		if err := m.of(j).remove(); err != nil {
-			errs = append(errs, fmt.Errorf("job %q (%s:%d): removing its outputs: %w", j.ID, wf.File, j.Line, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // finishOutputs is the end of job a's run in its worker: when the command
-// exited 0 (runErr is nil), it checks the outputs against before (see
-// check); when the run failed, or an output was not written, it removes
-// them, so that nothing half-written passes for done, and returns the
-// job's error. What cannot be removed is said on standard error.
+// exited 0 (runErr is nil), it checks that the outputs are there (see
+// check); when the run failed, or an output is missing, it removes what
+// the command wrote of them (see remove), so that nothing half-written
+// passes for done, and returns the job's error, with a last line that
+// names what it removed (which poolrun run prints, and its report holds).
+// What cannot be removed is said on standard error.
 func finishOutputs(a execArg, before map[string]stamp, runErr error) error {
 	o := a.Outputs
 	if o == nil {
 		return runErr
 	}
 	if runErr == nil {
-		err := o.check(before)
+		err := o.check()
 		if err == nil {
 			return nil
 		}
 		runErr = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
 	}
-	if err := o.remove(); err != nil {
-		fmt.Fprintf(os.Stderr, "poolrun: job %q (%s:%d) failed, and its outputs could not all be removed: %v\n", a.ID, a.File, a.Line, err)
+	removed, err := o.remove(before)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "poolrun: job %q (%s:%d) failed, and what it wrote could not all be removed: %v\n", a.ID, a.File, a.Line, err)
 	}
-	return runErr
+	if len(removed) == 0 {
+		return runErr
+	}
+	return &removedError{err: runErr, removed: removed}
 }
+
+// removedError is a failed job's error, with the outputs that were removed
+// because it wrote them.
+type removedError struct {
+	err     error
+	removed []string
+}
+
+func (e *removedError) Error() string {
+	return e.err.Error() + "\n" + removedPrefix + strings.Join(e.removed, ", ")
+}
+
+func (e *removedError) Unwrap() error { return e.err }
+
+// removedPrefix begins the last line of a failed job's error that names
+// what poolrun removed.
+const removedPrefix = "poolrun removed what the job wrote: "

@@ -1,6 +1,7 @@
 package execflow_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +20,9 @@ func exists(path string) bool {
 }
 
 // A job's worker checks its outputs after a command that exits 0, and
-// removes them when the job fails: its command failed, or an output was
-// not written.
+// removes what the command wrote of them when the job fails: its command
+// failed, or an output is missing. What was there before and is as it was
+// stays, and a command that exits 0 leaving an output as it was succeeds.
 func TestOutputsCheckedAndRemoved(t *testing.T) {
 	const text = `
 jobs:
@@ -45,16 +47,27 @@ jobs:
   - id: rewritten
     run: echo new > out/rewritten.txt
     outputs: [out/rewritten.txt]
+  - id: untouched
+    run: exit 1
+    outputs: [out/untouched.txt, "out/untouched-*.txt"]
+  - id: some
+    run: echo new > out/some-new.txt; touch out/.some-hidden.txt; exit 1
+    outputs: ["out/some-*.txt", "out/*.txt.tmp"]
+  - id: predone
+    run: mkdir -p out/predone && touch out/predone/new; exit 2
+    outputs: [out/predone]
 `
 	for _, m := range modes[:2] {
 		t.Run(m.name, func(t *testing.T) {
 			dir, scratch := t.TempDir(), t.TempDir()
 			out := filepath.Join(dir, "out")
-			if err := os.MkdirAll(filepath.Join(out, "existing"), 0o755); err != nil {
-				t.Fatal(err)
+			for _, d := range []string{"existing", "predone"} {
+				if err := os.MkdirAll(filepath.Join(out, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			old := time.Now().Add(-time.Hour)
-			for _, name := range []string{"stale.txt", "rewritten.txt", "fails.txt"} {
+			for _, name := range []string{"stale.txt", "rewritten.txt", "fails.txt", "untouched.txt", "untouched-1.txt", "some-old.txt", "predone/old"} {
 				if err := os.WriteFile(filepath.Join(out, name), []byte("old\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -64,11 +77,14 @@ jobs:
 			wf := parse(t, file, text)
 			jobs, _ := run(t, wf, m.workers, execflow.Options{Dir: dir, Scratch: scratch})
 
+			removed := "\npoolrun removed what the job wrote: "
 			wantErr := map[string]string{
-				"fails":   `job "fails" (` + file + `:3): exit status 3`,
-				"lazy":    `job "lazy" (` + file + `:6): output ` + filepath.Join(out, "lazy.txt") + `: the command exited 0 without writing this output`,
-				"stale":   `job "stale" (` + file + `:9): output ` + filepath.Join(out, "stale.txt") + `: the command exited 0 without writing this output (it is as it was before the command ran)`,
-				"nomatch": `job "nomatch" (` + file + `:12): output ` + filepath.Join(out, "none-*.txt") + `: the command exited 0 without writing this output (nothing matches the pattern)`,
+				"fails":     `job "fails" (` + file + `:3): exit status 3` + removed + filepath.Join(out, "fails.txt") + ", " + filepath.Join(out, "dir") + ", " + filepath.Join(out, "fails-1.part"),
+				"lazy":      `job "lazy" (` + file + `:6): output ` + filepath.Join(out, "lazy.txt") + `: the command exited 0 without making this output`,
+				"nomatch":   `job "nomatch" (` + file + `:12): output ` + filepath.Join(out, "none-*.txt") + `: the command exited 0 without making this output (nothing matches the pattern)`,
+				"untouched": `job "untouched" (` + file + `:24): exit status 1`,
+				"some":      `job "some" (` + file + `:27): exit status 1` + removed + filepath.Join(out, "some-new.txt"),
+				"predone":   `job "predone" (` + file + `:30): exit status 2`,
 			}
 			for _, id := range sortedKeys(jobs) {
 				_, err := jobs[id].Result()
@@ -76,16 +92,20 @@ jobs:
 				switch {
 				case !fails && jobs[id].Status() != engine.Succeeded:
 					t.Errorf("job %s: %s (%v), want succeeded", id, jobs[id].Status(), err)
-				case fails && (jobs[id].Status() != engine.Failed || err == nil || !strings.HasPrefix(err.Error(), want)):
-					t.Errorf("job %s: %s, error %v; want failed with %s", id, jobs[id].Status(), err, want)
+				case fails && (jobs[id].Status() != engine.Failed || err == nil || err.Error() != want):
+					t.Errorf("job %s: %s, error\n%v\nwant failed with\n%s", id, jobs[id].Status(), err, want)
 				}
 			}
-			for _, gone := range []string{"fails.txt", "dir", "fails-1.part", "lazy.txt", "stale.txt"} {
+			if ce, ok := execflow.AsCommandError(func() error { _, err := jobs["fails"].Result(); return err }()); !ok || ce.ExitCode != 3 || ce.StderrTail != "" {
+				t.Errorf("AsCommandError of fails: %+v, %v; want exit status 3 and no stderr (the removal line is not the command's)", ce, ok)
+			}
+			for _, gone := range []string{"fails.txt", "dir", "fails-1.part", "some-new.txt"} {
 				if exists(filepath.Join(out, gone)) {
 					t.Errorf("out/%s is still there", gone)
 				}
 			}
-			for _, kept := range []string{"good.txt", "good-1.part", "rewritten.txt", "existing/inside.txt", "other.txt"} {
+			for _, kept := range []string{"good.txt", "good-1.part", "rewritten.txt", "existing/inside.txt", "other.txt", "stale.txt",
+				"untouched.txt", "untouched-1.txt", "some-old.txt", ".some-hidden.txt", "predone/old"} {
 				if !exists(filepath.Join(out, kept)) {
 					t.Errorf("out/%s is gone", kept)
 				}
@@ -94,43 +114,10 @@ jobs:
 	}
 }
 
-// A failed job's outputs never take the workflow file, its state file, the
-// commands' working folder or a folder above one of them along.
-func TestOutputsRemovalSparesTheWorkflow(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "flow")
-	work := filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "wf.yaml")
-	text := "jobs:\n  - {id: greedy, run: 'exit 1', outputs: ['*', '.*', '../*']}\n"
-	for _, name := range []string{file, execflow.StateFile(file), filepath.Join(dir, "other.txt"), filepath.Join(work, "keep.txt"), filepath.Join(root, "sibling.txt")} {
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wf := parse(t, file, text)
-	jobs, _ := run(t, wf, 0, execflow.Options{Dir: work, Scratch: t.TempDir()})
-	if st := jobs["greedy"].Status(); st != engine.Failed {
-		t.Fatalf("job: %s, want failed", st)
-	}
-	for _, kept := range []string{file, execflow.StateFile(file), filepath.Join(work, "keep.txt")} {
-		if !exists(kept) {
-			t.Errorf("%s was removed", kept)
-		}
-	}
-	for _, gone := range []string{filepath.Join(dir, "other.txt"), filepath.Join(root, "sibling.txt")} {
-		if exists(gone) {
-			t.Errorf("%s, an output of the failed job, is still there", gone)
-		}
-	}
-}
-
-// A worker that dies under its job cannot remove the job's outputs:
-// RemoveOutputs does, after Run, and only for jobs that ran and did not
-// succeed.
-func TestRemoveOutputsAfterAbort(t *testing.T) {
+// A worker that dies under its job cannot remove what the job wrote: it
+// is left, and the state file says that the job failed, so that the next
+// run runs it whatever the times of its outputs say.
+func TestAbortedJobRunsAgain(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "wf.yaml")
 	wf := parse(t, file, `
@@ -138,36 +125,92 @@ jobs:
   - id: killed
     run: echo half > killed.txt; kill -KILL $PPID; sleep 5
     outputs: [killed.txt]
-  - id: fine
-    run: echo ok > fine.txt
-    outputs: [fine.txt]
-    after: [killed]
   - id: other
     run: echo ok > other.txt
     outputs: [other.txt]
 `)
-	if err := os.WriteFile(filepath.Join(dir, "fine.txt"), []byte("from before\n"), 0o644); err != nil {
+	plan, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	opts := execflow.Options{Dir: dir, Scratch: t.TempDir()}
-	jobs, _ := run(t, wf, 1, opts)
+	if err := plan.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	opts := execflow.Options{Dir: dir, Scratch: t.TempDir(), Plan: plan}
+	p := engine.New(engine.Workers(1), plan.Recorder())
+	jobs, err := execflow.Queue(p, wf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	p.Run(ctx)
 	if st := jobs["killed"].Status(); st != engine.Aborted {
 		t.Fatalf("job killed: %s, want aborted", st)
+	}
+	if err := plan.Save(jobs); err != nil {
+		t.Fatal(err)
 	}
 	if !exists(filepath.Join(dir, "killed.txt")) {
 		t.Fatal("killed.txt is not there: the command did not run as planned")
 	}
-	if err := execflow.RemoveOutputs(wf, jobs, opts); err != nil {
+	next, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	for _, name := range []string{"killed.txt", "fine.txt", "other.txt"} {
-		if exists(filepath.Join(dir, name)) {
-			left = append(left, name)
+	got := next.Decisions[0]
+	if !got.Run || got.Reason != execflow.LastFailed || got.Why() != "it failed in the last run" {
+		t.Errorf("next plan of killed: run %v, %q; want run, it failed in the last run", got.Run, got.Why())
+	}
+	if d := next.Decisions[1]; d.Run {
+		t.Errorf("next plan of other: run (%s), want skip", d.Why())
+	}
+}
+
+// The jobs a run began and did not see end are not done: the next plan
+// runs them, whatever the times of their outputs say.
+func TestIncompleteJobRunsAgain(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "wf.yaml")
+	wf := parse(t, file, `
+jobs:
+  - id: a
+    run: echo a > a.txt
+    outputs: [a.txt]
+  - id: b
+    run: echo b > b.txt
+    outputs: [b.txt]
+`)
+	for _, name := range []string{"a.txt", "b.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("partial\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// fine never ran (Cancelled): what it had is left alone.
-	if want := []string{"fine.txt", "other.txt"}; !slices.Equal(left, want) {
-		t.Errorf("after RemoveOutputs: %q, want %q", left, want)
+	plan, err := execflow.NewPlan(wf, execflow.PlanOptions{Force: map[string]bool{"a": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	// Cut off here: nothing saved. Begin's record is on disk already.
+	data, err := os.ReadFile(execflow.StateFile(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"status":"started"`) {
+		t.Errorf("state file after Begin: %s; want a started job", data)
+	}
+	next, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range next.Decisions {
+		got = append(got, d.Job.ID+": "+d.Why())
+	}
+	want := []string{"a: incomplete (the last run was cut off)", "b: up to date"}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan after a cut-off run: %q, want %q", got, want)
 	}
 }

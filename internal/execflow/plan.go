@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -42,9 +41,15 @@ const (
 	// NewerAfterOutput: an output (Path) of a job it runs after (After)
 	// is newer than one of its own outputs (Than).
 	NewerAfterOutput
+	// Incomplete: the state file says that a run began the job and did
+	// not see it end (that run was killed, or interrupted), whatever the
+	// times of its outputs say.
+	Incomplete
+	// LastFailed: the state file says that the job's last run failed.
+	LastFailed
 )
 
-var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after"}
+var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after", "incomplete", "failed last time"}
 
 // String returns a short name of the reason, as "missing output".
 func (r Reason) String() string {
@@ -92,6 +97,10 @@ func (d Decision) Why() string {
 		return "input " + d.Path + " is newer than output " + d.Than
 	case NewerAfterOutput:
 		return "output " + d.Path + " of " + d.After + " is newer than output " + d.Than
+	case Incomplete:
+		return "incomplete (the last run was cut off)"
+	case LastFailed:
+		return "it failed in the last run"
 	}
 	return d.Reason.String()
 }
@@ -116,18 +125,21 @@ type Plan struct {
 	byID      map[string]int
 	dir       folder
 	stateFile string
-	state     *state // nil when no job declares outputs
+	state     *state // as read; nil when no job declares outputs
+	rec       *recorder
 }
 
 // NewPlan decides, for each job of wf in order, whether a run runs it:
 //
 //   - a job that opts.Force names runs;
 //   - a job without outputs runs;
-//   - a job runs if one of its outputs is missing (a pattern that
-//     matches nothing counts as missing), if the state file records
-//     another command for it than its own, if a job it runs after runs,
-//     if one of its inputs is missing, or if an input, or an output of a
-//     job it runs after, is newer than the oldest of its outputs;
+//   - a job runs if the state file says that it is not done (a run
+//     began it and was cut off, or it failed), if one of its outputs is
+//     missing (a pattern that matches nothing counts as missing), if the
+//     state file records another command for it than its own, if a job it
+//     runs after runs, if one of its inputs is missing, or if an input, or
+//     an output of a job it runs after, is newer than the oldest of its
+//     outputs;
 //   - otherwise it is skipped.
 //
 // Inputs and outputs are read relative to the folder of wf.File (made
@@ -190,6 +202,14 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 // decide decides d for a job with outputs that is not forced.
 func (p *Plan) decide(d *Decision, files *fileTimes) {
 	j := d.Job
+	switch p.state.Jobs[j.ID].Status {
+	case statusStarted:
+		d.Reason = Incomplete
+		return
+	case statusFailed:
+		d.Reason = LastFailed
+		return
+	}
 	// The oldest output: every input must be older.
 	var oldest fileTime
 	for _, o := range j.Outputs {
@@ -257,48 +277,6 @@ func (p *Plan) Counts() (run, skip int) {
 		}
 	}
 	return run, skip
-}
-
-// Save records in the state file, once the pool's Run has returned, the
-// command of every job with outputs that succeeded or was skipped, and
-// forgets the jobs that ran and did not succeed (their outputs are
-// removed); it keeps what it knew of the jobs that did not run, and drops
-// the jobs the workflow no longer has. jobs are as [Queue] returned them
-// for this plan. It writes the file atomically (a temporary file renamed),
-// with mode 0666 less the umask, and only when its content changes; when
-// no job declares outputs it writes nothing. The error names the file.
-func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
-	if p.state == nil {
-		return nil
-	}
-	next := &state{Version: StateVersion, Jobs: make(map[string]jobState)}
-	for _, j := range p.wf.Jobs {
-		if len(j.Outputs) == 0 {
-			continue
-		}
-		old, known := p.state.Jobs[j.ID]
-		st, ran := engine.Pending, false
-		if job := jobs[j.ID]; job != nil {
-			st = job.Status()
-			ran = st.Done() && len(job.Attempts()) > 0
-		}
-		switch {
-		case st == engine.Succeeded || st == engine.Skipped:
-			next.Jobs[j.ID] = jobState{Command: commandHash(j.Run)}
-		case ran:
-			// It ran and did not succeed: forgotten.
-		case known:
-			next.Jobs[j.ID] = old
-		}
-	}
-	if next.equal(p.state) {
-		return nil
-	}
-	if err := writeState(p.stateFile, next); err != nil {
-		return fmt.Errorf("execflow: writing the state file %s: %w", p.stateFile, err)
-	}
-	p.state = next
-	return nil
 }
 
 // fileTimes finds and remembers the modification times of the files that

@@ -291,7 +291,9 @@ func TestPlanWritesNothing(t *testing.T) {
 func TestPlanBadState(t *testing.T) {
 	for _, tt := range []struct{ name, state, want string }{
 		{"not JSON", "{", "unexpected end of JSON input"},
-		{"another version", `{"version": 2, "jobs": {}}`, "version 2, want 1"},
+		{"another version", `{"version": 3, "jobs": {}}`, "version 3, want 1 or 2"},
+		{"a status in version 1", `{"version": 1, "jobs": {"a": {"command": "x", "status": "started"}}}`, `job "a": unknown status "started"`},
+		{"an unknown status", `{"version": 2, "jobs": {"a": {"command": "x", "status": "half"}}}`, `job "a": unknown status "half"`},
 		{"not a state", `{"version": 1, "jobs": [1]}`, "cannot unmarshal"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +376,7 @@ jobs:
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `{"version":1,"jobs":{"done":{"command":"` + hashOf("echo done >> ran.log; echo d > done.txt") +
+			want := `{"version":2,"jobs":{"bad":{"command":"` + hashOf("echo half > bad.txt; exit 1") + `","status":"failed"},"done":{"command":"` + hashOf("echo done >> ran.log; echo d > done.txt") +
 				`"},"next":{"command":"` + hashOf("echo next >> ran.log; echo n > next.txt") + `"}}}` + "\n"
 			if string(data) != want {
 				t.Errorf("state file:\n%s\nwant:\n%s", data, want)
@@ -400,7 +402,7 @@ jobs:
 				t.Fatal(err)
 			}
 			got := decisions(p2)
-			if got["done"] != "skip: up to date" || got["next"] != "skip: up to date" || got["bad"] != "run: output bad.txt is missing" {
+			if got["done"] != "skip: up to date" || got["next"] != "skip: up to date" || got["bad"] != "run: it failed in the last run" {
 				t.Errorf("second plan: %q", got)
 			}
 			before := time.Now().Add(-time.Hour)

@@ -10,9 +10,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // This file reads and writes a workflow's state file: the command each
@@ -23,8 +23,8 @@ import (
 const StateSuffix = ".poolrun-state"
 
 // StateVersion is the version of the state file's format, its "version"
-// field.
-const StateVersion = 1
+// field. Version 1 had no status: its records are read as done.
+const StateVersion = 2
 
 // MaxStateSize bounds the size of a state file that a [Plan] reads: 64 MiB,
 // some 600 bytes for each of workflow.MaxJobs jobs.
@@ -33,16 +33,17 @@ const MaxStateSize = 64 << 20
 // StateFile returns the path of the state file of the workflow file at
 // path: ".NAME.poolrun-state" in the same folder, where NAME is the
 // workflow file's name.
-func StateFile(path string) string {
-	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+StateSuffix)
-}
+func StateFile(path string) string { return workflow.StateFile(path) }
 
 // state is the content of a state file, in JSON:
 //
-//	{"version": 1, "jobs": {"ID": {"command": "HASH"}, ...}}
+//	{"version": 2, "jobs": {"ID": {"command": "HASH", "status": "started"}, ...}}
 //
-// HASH is [commandHash] of the command that made the job's outputs, as
-// the job last succeeded (or was found up to date).
+// HASH is [commandHash] of the job's command. A record without status says
+// that the job's outputs are done: that command made them, as the job last
+// succeeded (or was found up to date). "started" says that a run began the
+// job and did not see it end (it was cut off), "failed" that the job's
+// last run failed: either way what its outputs hold is not done.
 type state struct {
 	Version int                 `json:"version"`
 	Jobs    map[string]jobState `json:"jobs"`
@@ -51,7 +52,14 @@ type state struct {
 // jobState is what the state file holds of one job.
 type jobState struct {
 	Command string `json:"command"`
+	Status  string `json:"status,omitempty"` // "", statusStarted or statusFailed
 }
+
+// The statuses of a job that is not done.
+const (
+	statusStarted = "started"
+	statusFailed  = "failed"
+)
 
 // commandHash returns the hash of a job's command text, as the state file
 // holds it: the first 128 bits of its SHA-256, in hexadecimal.
@@ -86,9 +94,15 @@ func readState(path string) (*state, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, bad(err.Error())
 	}
-	if st.Version != StateVersion {
-		return nil, bad(fmt.Sprintf("version %d, want %d", st.Version, StateVersion))
+	if st.Version != 1 && st.Version != StateVersion {
+		return nil, bad(fmt.Sprintf("version %d, want 1 or %d", st.Version, StateVersion))
 	}
+	for id, rec := range st.Jobs {
+		if st.Version == 1 && rec.Status != "" || rec.Status != "" && rec.Status != statusStarted && rec.Status != statusFailed {
+			return nil, bad(fmt.Sprintf("job %q: unknown status %q", id, rec.Status))
+		}
+	}
+	st.Version = StateVersion
 	return &st, nil
 }
 

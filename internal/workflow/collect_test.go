@@ -182,7 +182,7 @@ jobs:
   - id: link
     run: cc out/*.o -o prog
     inputs: ["out/*.o"]
-    outputs: [prog, /tmp/prog.map]
+    outputs: [prog, out/prog.map]
     after: ["compile-*"]
   - id: test
     run: ./prog
@@ -194,7 +194,7 @@ jobs:
 	want := map[string][2][]string{
 		"compile-1": {{"src/1.c", "include/*.h"}, {"out/1.o"}},
 		"compile-2": {{"src/2.c", "include/*.h"}, {"out/2.o"}},
-		"link":      {{"out/*.o"}, {"prog", "/tmp/prog.map"}},
+		"link":      {{"out/*.o"}, {"prog", "out/prog.map"}},
 		"test":      {nil, nil},
 	}
 	for _, j := range w.Jobs {

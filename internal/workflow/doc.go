@@ -119,9 +119,10 @@
 //
 // inputs and outputs take a list of strings (or a single string), each a
 // path or a pattern with *, ? and [...] as in [path/filepath.Match] (write
-// \[ for a [ in a name; unlike the shell's, * matches a leading dot too),
-// relative to the folder of the workflow file, not to the commands' working
-// folder (they are the same when poolrun runs in the workflow's folder), or
+// \[ for a [ in a name; as in the shell, a name that begins with a dot is
+// matched only by a pattern that begins with one: see [Glob]), relative to
+// the folder of the workflow file, not to the commands' working folder
+// (they are the same when poolrun runs in the workflow's folder), or
 // absolute. Duplicates are dropped; they become [Job.Inputs] and
 // [Job.Outputs].
 //
@@ -147,16 +148,21 @@
 // fails has its outputs removed, and a command that exits 0 without
 // writing one of them fails its job.
 //
-// An output must not name the workflow's folder or one above it (".",
-// "..", "/"), and two jobs must not declare the same output path (patterns
-// are not compared). A pattern output stands for every file it matches, a
-// failed job's to remove: keep such patterns narrow.
+// A failed job's outputs are removed (those its command wrote), so an
+// output must lie inside the workflow's folder, below it: an output that
+// resolves elsewhere once foreach values are in ("../x", "/out/*", or
+// "${d}/out/*" with an empty d), that is the folder itself, that would
+// match the workflow file or poolrun's own files beside it ([StateFile],
+// [LockFile]), or that would reach into a .git folder is refused, with the
+// path it resolves to. Two jobs must not declare the same output path
+// (patterns are not compared).
 //
 // # Checks
 //
-// [Load] refuses a file larger than [MaxFileSize] (16 MiB) with
-// [ErrTooLarge], reading at most one byte more than the limit, so that an
-// endless file such as /dev/zero is refused at once.
+// [Load] reads only a regular file: a named pipe, a device (an endless one
+// such as /dev/zero) or a directory is refused at once. It refuses a file
+// larger than [MaxFileSize] (16 MiB) with [ErrTooLarge], from its size,
+// before reading it.
 //
 // Parse reports every mistake it finds, not only the first: after one,
 // it goes on with what it can still check (a field with a mistake is left
@@ -174,7 +180,8 @@
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
 // none; needs naming an unknown item; a malformed pattern in inputs or
-// outputs; an output that is the workflow's folder or one above it; an
+// outputs; an output outside the workflow's folder, or that could match
+// the workflow file, its state or lock file or a .git folder; an
 // output path that another job declares too; a dependency cycle (naming its path,
 // a -> b -> a, where each job runs after the next); a bad foreach (not a
 // mapping, an empty list, a bad range, an unknown variable, ids repeated by

@@ -2,6 +2,8 @@ package workflow_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +20,7 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want string // the whole error, FILE:LINE: message
+		want string // the whole error, FILE:LINE: message; {WD} stands for the current folder, {UP} and {UP2} for the folders above
 	}{
 		// YAML itself.
 		{name: "yaml syntax", in: `
@@ -523,13 +525,50 @@ jobs:
   - id: a
     run: x
     outputs: [out/..]
-`, want: `wf.yaml:4: job "a": outputs "out/..": the workflow's folder, or one above it, cannot be an output`},
+`, want: `wf.yaml:4: job "a": outputs "out/..": the workflow's folder itself cannot be an output`},
 		{name: "a folder above as an output", in: `
 jobs:
   - id: a
     run: x
     outputs: ../..
-`, want: `wf.yaml:4: job "a": outputs "../..": the workflow's folder, or one above it, cannot be an output`},
+`, want: `wf.yaml:4: job "a": outputs "../..": it is {UP2}, outside the workflow's folder {WD}: outputs must lie inside it`},
+		{name: "an output in a folder beside", in: `
+jobs:
+  - id: a
+    run: "false"
+    outputs: ["../victim/*.txt"]
+`, want: `wf.yaml:4: job "a": outputs "../victim/*.txt": it is {UP}/victim/*.txt, outside the workflow's folder {WD}: outputs must lie inside it`},
+		{name: "an absolute output elsewhere", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: ["/*"]
+`, want: `wf.yaml:4: job "a": outputs "/*": it is /*, outside the workflow's folder {WD}: outputs must lie inside it`},
+		{name: "an empty foreach value makes an output absolute", in: `
+jobs:
+  - id: a-${d}
+    foreach: {d: ["", b]}
+    run: x
+    outputs: ["${d}/out/*"]
+`, want: `wf.yaml:5: job "a-${d}": outputs "/out/*": it is /out/*, outside the workflow's folder {WD}: outputs must lie inside it`},
+		{name: "an output that matches the workflow file", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: ["*"]
+`, want: `wf.yaml:4: job "a": outputs "*": it would match the workflow file wf.yaml`},
+		{name: "an output that matches the state file", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: [".*-state"]
+`, want: `wf.yaml:4: job "a": outputs ".*-state": it would match the workflow's state file .wf.yaml.poolrun-state`},
+		{name: "an output in .git", in: `
+jobs:
+  - id: a
+    run: x
+    outputs: [".git/config", "sub/.g*/x"]
+`, want: `wf.yaml:4: job "a": outputs ".git/config": it would reach into a .git folder`},
 		{name: "two jobs with one output", in: `
 jobs:
   - id: a
@@ -557,14 +596,18 @@ jobs:
     run: x
 `, want: `wf.yaml:4: duplicate job id "chunk-2" (first at line 2)`},
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, err := workflow.Parse("wf.yaml", yamlText(tt.in))
 			if err == nil {
 				t.Fatalf("Parse succeeded with %d jobs, want error %q", len(w.Jobs), tt.want)
 			}
-			if got := err.Error(); got != tt.want {
-				t.Errorf("Parse error\n got: %s\nwant: %s", got, tt.want)
+			if got, want := err.Error(), strings.NewReplacer("{WD}", wd, "{UP2}", filepath.Dir(filepath.Dir(wd)), "{UP}", filepath.Dir(wd)).Replace(tt.want); got != want {
+				t.Errorf("Parse error\n got: %s\nwant: %s", got, want)
 			}
 			var perr *workflow.Error
 			if !errors.As(err, &perr) {

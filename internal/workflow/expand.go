@@ -203,9 +203,11 @@ func (p *parser) paths(list []text, vars map[string]string, e *entry, field stri
 			p.fail(t.line, "job %q: %s %q: bad pattern (write \\[ for a [ in a name)", e.id.s, field, t.s)
 			continue
 		}
-		if field == "outputs" && aboveOrAt(t.s) {
-			p.fail(t.line, "job %q: outputs %q: the workflow's folder, or one above it, cannot be an output", e.id.s, t.s)
-			continue
+		if field == "outputs" {
+			if why := p.confine(t.s); why != "" {
+				p.fail(t.line, "job %q: outputs %q: %s", e.id.s, t.s, why)
+				continue
+			}
 		}
 		if seen[t.s] || seen == nil && slices.Contains(strs, t.s) {
 			continue
@@ -217,22 +219,6 @@ func (p *parser) paths(list []text, vars map[string]string, e *entry, field stri
 		texts = append(texts, t)
 	}
 	return strs, texts
-}
-
-// aboveOrAt reports whether the path p, relative to the workflow's
-// folder, names that folder or one above it: ".", "..", "../..", "/" and
-// the like, which a failed job's outputs, removed, would take with them.
-func aboveOrAt(p string) bool {
-	c := filepath.Clean(p)
-	if c == "/" || c == "." {
-		return true
-	}
-	for _, part := range strings.Split(c, "/") {
-		if part != ".." {
-			return false
-		}
-	}
-	return true
 }
 
 // defines says which variables e defines, for errors about unknown ones.

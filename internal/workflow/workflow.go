@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -84,6 +85,9 @@ type Job struct {
 // [*Errors] that lists every mistake found (see there), each an [*Error].
 func Parse(file string, data []byte) (*Workflow, error) {
 	p := &parser{file: file}
+	if dir, err := filepath.Abs(filepath.Dir(file)); err == nil {
+		p.dir = dir
+	}
 	w, err := p.parse(data)
 	if err != nil {
 		return nil, err
