@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -133,9 +134,27 @@ func TestOnlyWhatTheJobWroteIsRemoved(t *testing.T) {
 	if err := exec.Command("cp", "-p", filepath.Join(dir, "src.txt"), filepath.Join(dir, "copy.txt")).Run(); err != nil {
 		t.Fatal(err)
 	}
-	r := poolrun(t, dir, "run", "--force", "wf.yaml")
+	r := poolrun(t, dir, "run", "--force", "--report", "r.json", "wf.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1 (fails fails)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Jobs []struct {
+			Labels map[string]string
+			Error  string
+		}
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range rep.Jobs {
+		if want := "\npoolrun removed what the job wrote: out/new.txt"; j.Labels["id"] == "fails" && !strings.HasSuffix(j.Error, want) {
+			t.Errorf("the report's error of job fails: %q, want it to end with %q", j.Error, want)
+		}
 	}
 	if strings.Contains(r.stderr, `job "copy"`) {
 		t.Errorf("job copy, which left copy.txt as it was, failed:\n%s", r.stderr)
@@ -234,6 +253,21 @@ func TestOneRunAtATime(t *testing.T) {
 	want := fmt.Sprintf("poolrun run: wf.yaml is being run by another poolrun (pid %d): wait for it to end, or give --wait", first.Process.Pid)
 	if r.code != 1 || !strings.Contains(r.stderr, want) {
 		t.Errorf("second run: exit %d, stderr:\n%s\nwant exit 1 and %q", r.code, r.stderr, want)
+	}
+
+	// One that waits ends at once on SIGTERM, as at every other stage.
+	third, out3 := startRun(t, dir, "--wait", "wf.yaml")
+	waitFor(t, "the third run says it waits", out3, func() bool { return strings.Contains(out3.String(), "waiting for it to end") })
+	third.Process.Signal(syscall.SIGTERM)
+	ended := make(chan error, 1)
+	go func() { ended <- third.Wait() }()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Errorf("the waiting run, sent SIGTERM, exited 0:\n%s", out3.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the waiting run did not end within a minute of SIGTERM:\n%s", out3.String())
 	}
 
 	second, out2 := startRun(t, dir, "--wait", "--force", "wf.yaml")

@@ -3,6 +3,7 @@ package execflow
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/poolrun/poolrun/internal/workflow"
@@ -125,8 +126,9 @@ type Plan struct {
 	byID      map[string]int
 	dir       folder
 	stateFile string
-	state     *state // as read; nil when no job declares outputs
-	rec       *recorder
+	state     *state                   // as read; nil when no job declares outputs
+	rec       atomic.Pointer[recorder] // set by Begin, until Save
+	begun     bool
 }
 
 // NewPlan decides, for each job of wf in order, whether a run runs it:

@@ -27,29 +27,36 @@ const recordEvery = 100 * time.Millisecond
 // (killed, or the machine stopped), the next plan runs the jobs it had
 // begun and not seen succeed ([Incomplete]), whatever the times of their
 // outputs say. The file is written atomically and synced, with its
-// folder, before Begin returns. Begin does nothing when no job declares
-// outputs; it may be called once. The error names the file.
+// folder, before Begin returns. Begin does nothing when no job with
+// outputs runs; it may be called once. The error names the file.
 func (p *Plan) Begin() error {
 	if p.state == nil {
 		return nil
 	}
-	if p.rec != nil {
+	if p.begun {
 		panic("execflow: Plan.Begin called twice")
 	}
+	p.begun = true
 	live := &state{Version: StateVersion, Jobs: maps.Clone(p.state.Jobs)}
 	if live.Jobs == nil {
 		live.Jobs = make(map[string]jobState)
 	}
+	begun := 0
 	for _, d := range p.Decisions {
 		if d.Run && len(d.Job.Outputs) > 0 {
 			live.Jobs[d.Job.ID] = jobState{Command: commandHash(d.Job.Run), Status: statusStarted}
+			begun++
 		}
+	}
+	if begun == 0 {
+		return nil // nothing with outputs runs: Save alone records the skips
 	}
 	if err := writeState(p.stateFile, live); err != nil {
 		return fmt.Errorf("execflow: writing the state file %s: %w", p.stateFile, err)
 	}
-	p.rec = &recorder{plan: p, live: live, nudge: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
-	go p.rec.loop()
+	r := &recorder{plan: p, live: live, nudge: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	p.rec.Store(r) // the pool's listener may be reading it
+	go r.loop()
 	return nil
 }
 
@@ -61,7 +68,8 @@ func (p *Plan) Begin() error {
 // declares outputs.
 func (p *Plan) Recorder() engine.Option {
 	return engine.OnEvent(func(e engine.Event) {
-		if e.Kind != engine.JobStatus || e.Func != FuncName || p.rec == nil {
+		r := p.rec.Load()
+		if e.Kind != engine.JobStatus || e.Func != FuncName || r == nil {
 			return
 		}
 		var status string
@@ -76,7 +84,7 @@ func (p *Plan) Recorder() engine.Option {
 		if !ok || len(p.Decisions[i].Job.Outputs) == 0 {
 			return
 		}
-		p.rec.set(p.Decisions[i].Job.ID, jobState{Command: commandHash(p.Decisions[i].Job.Run), Status: status})
+		r.set(p.Decisions[i].Job.ID, jobState{Command: commandHash(p.Decisions[i].Job.Run), Status: status})
 	})
 }
 
@@ -145,8 +153,8 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 		return nil
 	}
 	onDisk := p.state
-	if p.rec != nil {
-		p.rec.end()
+	if r := p.rec.Swap(nil); r != nil {
+		r.end()
 		onDisk = nil // Begin and the recorder wrote it: write it again
 	}
 	next := &state{Version: StateVersion, Jobs: make(map[string]jobState)}
