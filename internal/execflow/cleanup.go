@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,8 +24,9 @@ const deathWait = 2 * time.Second
 const removeTries = 3
 
 // ScratchCleanup returns the pool option that kills what a worker
-// process's commands left running (the processes marked with its pair of
-// pids, see [OwnerEnv]) and removes its scratch folder, the moment the
+// process's commands left running (the processes of this user's whose
+// [OwnerEnv] mark has a pair of the pool's tag and the dead worker's, an
+// inner run's included) and removes its scratch folder, the moment the
 // worker ends other than by the pool's normal stop (an
 // [engine.WorkerDied] event): a worker killed with SIGKILL cannot do
 // either itself, and its artefacts are of no use to anyone.
@@ -51,9 +53,15 @@ func ScratchCleanup(opts Options) engine.Option {
 		if e.Kind != engine.WorkerDied || e.PID <= 0 || e.PID == os.Getpid() {
 			return
 		}
-		// What its commands started and left running ends with it.
-		mark := fmt.Sprintf("%s=%d:%d", OwnerEnv, os.Getpid(), e.PID)
-		spawn.SignalTagged(func(entry string) bool { return entry == mark }, syscall.SIGKILL)
+		// What its commands started and left running ends with it. The
+		// worker was reaped before the event: a process that has its pid
+		// now is another, whose tag is not the dead worker's.
+		dead, successor := strconv.Itoa(e.PID)+".", tagOf(e.PID)
+		spawn.SignalTagged(func(entry string) bool {
+			return marked(entry, func(pool, worker string) bool {
+				return pool == selfTag() && strings.HasPrefix(worker, dead) && worker != successor
+			})
+		}, syscall.SIGKILL)
 		if err := removeScratchOf(root, e.PID); err != nil {
 			fmt.Fprintf(os.Stderr, "poolrun: removing the scratch folder of worker %d (pid %d): %v\n", e.Worker, e.PID, err)
 		}

@@ -31,7 +31,10 @@
 //     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
 //     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
 //     for every item it needs ([workflow.EnvName]), plus the mark
-//     [OwnerEnv]=<pool pid>:<worker pid>, which what it starts inherits;
+//     [OwnerEnv]: the tags (pid and start time) of the pool's process and
+//     of the worker, after the mark the pool's process bears itself when
+//     a command of an outer poolrun started it; what the command starts
+//     inherits it;
 //   - in a process group of its own; the command (the shell, or the
 //     program executed directly) is killed with SIGKILL if
 //     the worker process dies (Linux' parent-death signal), and the pool's
@@ -100,35 +103,46 @@
 //
 // The commands that made the outputs are known from the workflow's state
 // file, [StateFile]: ".NAME.poolrun-state" beside the workflow file NAME, a
-// small JSON file that maps each job id to a hash of its command.
-// [Plan.Save] writes it after the run (atomically: a temporary file in the
-// same folder, renamed; mode 0666 less the umask), recording the jobs with
-// outputs that succeeded or were skipped and forgetting those that ran and
-// did not succeed. NewPlan reads it only when some job declares outputs and
-// writes nothing; a job the file does not know is judged by the times of
-// its files alone.
+// small JSON file that maps each job id to a hash of its command and says
+// whether its outputs are done. [Plan.Begin], before anything runs,
+// records every job with outputs that the plan runs as started; the pool
+// option [Plan.Recorder] records each as done once it succeeds, or as
+// failed, while the run goes on; [Plan.Save] writes what the run made once
+// it ended. So a job is done only once it succeeded: after a run that was
+// cut off (kill -9, a power cut) or failed, the next plan runs the job
+// again ([Incomplete], [LastFailed]) whatever the times of its outputs
+// say. The file is written atomically (a temporary file in the same
+// folder, synced, renamed, and the folder synced; mode 0666 less the
+// umask). NewPlan reads it only when some job declares outputs and writes
+// nothing; a job the file does not know is judged by the times of its
+// files alone. [LockWorkflow] keeps a second run of the workflow from
+// running while one does: both would write the state file and the
+// outputs.
 //
 // # Outputs of a failed job
 //
-// A job's worker checks and removes its declared outputs, right after the
-// command, in [Queue]'s registered function: before the command it notes
-// what the outputs stand for (modification time, size, inode); when the
-// command exits 0, an output that is missing, a file that is as it was,
-// or a pattern that matches nothing new, fails the job with an error that
-// names it ([ErrOutputNotWritten]); when the command fails, is killed, or
-// is stopped because the job was cancelled, timed out or the pool was
-// interrupted, or when an output was not written, every file and folder
-// the outputs stand for is removed (make's .DELETE_ON_ERROR), before the
-// job's end reaches the pool. Doing it in the worker means that a job is
-// never seen Failed with its half-written outputs still there, and that
-// the check can fail the job, which the pool's process, learning of the
-// job's end after its dependents may have started, could not. A worker
-// that dies under its job cannot clean up: [RemoveOutputs], called by the
-// pool's process once Run has returned, removes the outputs of every job
-// that was sent to run and did not succeed (Aborted jobs, and jobs whose
-// worker was killed past a timeout or cancellation). Neither ever removes
-// the workflow file, its state file, the working folder, or a folder above
-// one of them.
+// A job's worker checks its declared outputs right after the command, in
+// [Queue]'s registered function. Before the command it notes what the
+// outputs stand for (modification time, size, inode). When the command
+// exits 0, an output that is missing, or a pattern that matches nothing,
+// fails the job with an error that names it ([ErrOutputNotWritten]); an
+// output that is as it was is made (cp -p, a make with nothing to do).
+// When the command fails, is killed, or is stopped because the job was
+// cancelled, timed out or the pool was interrupted, or when an output is
+// missing, the worker removes what the command wrote of the outputs
+// (make's .DELETE_ON_ERROR): every file that was not there before or has
+// changed since, and every folder that was not there before, with what it
+// holds; a file as it was, and a folder that was there, stay. The job's
+// error then ends with a line that names what was removed. Doing it in
+// the worker means that a job is never seen Failed with what it
+// half-wrote still there, and that the check can fail the job, which the
+// pool's process, learning of the job's end after its dependents may
+// have started, could not. A worker that dies under its job cannot clean
+// up, and nobody else knows what it wrote: its outputs are left, and the
+// state file says the job failed. Outputs lie inside the workflow's
+// folder (package workflow refuses others), and the workflow file, its
+// state file, the working folder and the folders above them are never
+// removed.
 //
 // # Items
 //
@@ -179,20 +193,30 @@
 // own, /bin/sh waiting on its standard input, a pipe whose write end the
 // pool's process alone holds. When that process dies (killed with
 // SIGKILL, say), the shell executes this same program with [JanitorEnv]
-// set, which kills every process marked with its pid ([OwnerEnv]) and
+// set, which kills every process of this user's whose mark ([OwnerEnv])
+// names the pool's process (by its pid and start time: a process that had
+// the pid earlier is another), an inner run's commands included, and
 // removes its scratch folders, then exits; [Janitor.Close], once the pool
 // has run, dismisses it, and it exits doing nothing. A program that starts a
 // janitor must call [Init] early in main (and in TestMain of a test binary
 // that plays it), right after engine.Init: in the janitor it does the
 // janitor's work and exits; elsewhere it returns at once. The janitor
 // refuses to run when its standard input is not a pipe (started by hand).
+// It does not bear the mark that its pool's process inherited from an
+// outer run: when that run's janitor ends the inner run, the inner run's
+// janitor is left to remove the inner run's scratch folders.
 //
 // # Caveats
 //
 //   - A process that a command starts in a new process group escapes the
 //     group kill of a cancelled job; one that also drops [OwnerEnv] from
-//     its environment escapes the end of a dead worker's processes and
+//     its environment, or changes its real user id (su, setuid(2)),
+//     escapes the end of a dead worker's processes, the janitor and
 //     [Suspend].
+//   - Where the kernel has no pidfds (before Linux 5.3), a process found
+//     by its mark is signalled by its pid once its start time was checked
+//     again: should it end and its pid be taken between the check and the
+//     signal, the newcomer gets the signal.
 //   - A process killed with SIGKILL before it could start its janitor,
 //     or whose janitor was killed too, leaves what its commands started,
 //     and its scratch folders until the next [SweepScratch].

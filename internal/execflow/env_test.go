@@ -19,10 +19,12 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // path of each item it needs in POOLRUN_ITEM_<NAME>, the extra environment,
 // poolrun's environment without its POOLRUN_* variables (the engine's worker
 // marker, and the job id and item paths of an outer poolrun that started
-// this one), its working folder, and no descriptor but 0, 1 and 2 (and
-// those this test process inherited from outside without close-on-exec):
-// in particular none of the worker's protocol descriptors. The item's
-// command likewise.
+// this one), the owner mark (the chain that this process inherited from
+// an outer run, then the tags of the pool's process and of the worker:
+// each its pid and start time), its working folder, and no descriptor but
+// 0, 1 and 2 (and those this test process inherited from outside without
+// close-on-exec): in particular none of the worker's protocol
+// descriptors. The item's command likewise.
 func TestEnv(t *testing.T) {
 	t.Setenv("EXECFLOW_TEST_INHERITED", "yes")
 	// As an outer poolrun's command would have them.
@@ -30,6 +32,8 @@ func TestEnv(t *testing.T) {
 	t.Setenv("POOLRUN_ITEM", "/outer/item")
 	t.Setenv("POOLRUN_ITEM_OUTER", "/outer/ref")
 	t.Setenv("POOLRUN_SOMETHING", "else")
+	outer := "1.100:2.200 3.300:3.300" // an outer run nested in another
+	t.Setenv(execflow.OwnerEnv, outer)
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			// A command's descriptors are listed first, before its shell
@@ -53,6 +57,7 @@ jobs:
       sh -c 'ls -l /proc/$PPID/fd > "$LOG/fds"'
       ls -l /proc/$PPID/fd > "$LOG/parent-fds"
       echo $PPID > "$LOG/parent"
+      cat /proc/$PPID/stat > "$LOG/parent-stat"
       env > "$LOG/env"
       pwd -P > "$LOG/pwd"
       cp "$POOLRUN_ITEM_REF_2" "$LOG/item-env"
@@ -92,9 +97,17 @@ jobs:
 					t.Errorf("the command inherited %s=%q", k, v)
 				}
 			}
-			// The mark: this process's pid (the pool's), and the worker's.
-			if own := env[execflow.OwnerEnv]; !strings.HasPrefix(own, strconv.Itoa(os.Getpid())+":") {
-				t.Errorf("the command is marked %s=%q, want this process's pid first", execflow.OwnerEnv, own)
+			// The mark: the outer run's, then the tags of this process
+			// (the pool's) and of the worker, the command's parent.
+			self, err := os.ReadFile("/proc/self/stat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			worker := strings.TrimSpace(readFile(t, filepath.Join(logDir, "parent")))
+			want := outer + " " + tag(t, strconv.Itoa(os.Getpid()), string(self)) + ":" +
+				tag(t, worker, readFile(t, filepath.Join(logDir, "parent-stat")))
+			if own := env[execflow.OwnerEnv]; own != want {
+				t.Errorf("the command is marked %s=%q, want %q", execflow.OwnerEnv, own, want)
 			}
 			wantDir, _ := filepath.EvalSymlinks(dir)
 			if got := strings.TrimSpace(readFile(t, filepath.Join(logDir, "pwd"))); got != wantDir {
@@ -164,6 +177,18 @@ jobs:
 			}
 		})
 	}
+}
+
+// tag returns the tag of process pid in an owner mark, "PID.START", from
+// its /proc/PID/stat: START is the stat line's field 22, counted after the
+// command name in parentheses.
+func tag(t *testing.T, pid, stat string) string {
+	t.Helper()
+	f := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(f) < 20 || !strings.HasPrefix(stat, pid+" (") {
+		t.Fatalf("process %s: stat %q", pid, stat)
+	}
+	return pid + "." + f[19]
 }
 
 func readFile(t *testing.T, path string) string {

@@ -24,30 +24,12 @@ const FuncName = "poolrun.exec"
 // JobEnv is the environment variable that holds a job's workflow id.
 const JobEnv = "POOLRUN_JOB"
 
-// OwnerEnv is the environment variable that marks every command poolrun
-// runs, and what that command starts in turn: its value is
-// "PARENT:WORKER", the pids of the pool's process and of the worker that
-// runs the command (the same in serial mode). When a worker dies, the pool
-// ends the processes marked with its pair, wherever they went (a process
-// group or session of their own, another parent); Ctrl-Z stops, and fg
-// continues, those marked with the pool's pid.
-const OwnerEnv = "POOLRUN_OWNER"
-
 // inPoolProcess reports whether this process is not a worker process that
 // a pool started: the pool's own, whose workers (serial mode,
 // engine.InProcess) are goroutines, or a worker that joined by itself.
 var inPoolProcess = sync.OnceValue(func() bool {
 	_, worker := os.LookupEnv(engine.WorkerEnv)
 	return !worker
-})
-
-// owner is this process's value of OwnerEnv.
-var owner = sync.OnceValue(func() string {
-	parent := os.Getpid()
-	if !inPoolProcess() {
-		parent = os.Getppid()
-	}
-	return fmt.Sprintf("%d:%d", parent, os.Getpid())
 })
 
 // EnvPrefix begins the names of poolrun's environment variables:
@@ -443,16 +425,21 @@ func jobItemError(a execArg, ip itemParam, err error) error {
 // engine's worker marker ([engine.WorkerEnv]), which would make a poolrun
 // (or any program built with the engine) started by a command take itself
 // for a worker, nor the job id or item paths of an outer poolrun that
-// started this one.
+// started this one. Last comes the command's [OwnerEnv] mark: the chain
+// of owners this process inherited, if any, and its own pair.
 func commandEnv(extra []string) []string {
 	base := os.Environ()
 	env := make([]string, 0, len(base)+len(extra)+8)
+	var outer string // the owner chain of the runs that started this one
 	for _, kv := range base {
+		if chain, ok := strings.CutPrefix(kv, OwnerEnv+"="); ok {
+			outer = chain
+		}
 		if strings.HasPrefix(kv, EnvPrefix) {
 			continue
 		}
 		env = append(env, kv)
 	}
 	env = append(env, extra...)
-	return append(env, OwnerEnv+"="+owner())
+	return append(env, ownerEntry(outer))
 }

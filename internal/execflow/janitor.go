@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,7 +17,7 @@ import (
 
 // JanitorEnv is the environment variable that makes a process started by
 // [StartJanitor] the janitor of a pool's process: its value is
-// "<pool pid>:<scratch root>".
+// "<tag of the pool's process>:<scratch root>", the tag as in [OwnerEnv].
 const JanitorEnv = "POOLRUN_JANITOR"
 
 // dismissal is what [Janitor.Close] writes before it closes the pipe: the
@@ -55,21 +55,24 @@ type Janitor struct {
 
 // StartJanitor starts the janitor of this process's work on a pool with
 // opts (their scratch root), in a process group of its own, with no
-// parent-death signal, so that it outlives this process; its standard
-// input is the read end of a pipe whose write end this process alone
-// holds (close-on-exec: no command inherits it), its standard output
-// /dev/null and its standard error this process's. It waits for the end
-// of its input, as /bin/sh, which costs a fraction of a Go program's start
-// (see [janitorWaiter]). After [Janitor.Close] it exits and does nothing;
-// at the end of its input without Close (this process died), it becomes
-// this program (see [Init]), which kills with SIGKILL every process marked as a command
-// of this process's pool, or one a command started ([OwnerEnv]
-// "<this pid>:..."; found in /proc, on Linux), a few rounds until none is
-// left, then removes this process's scratch folders from the scratch root
-// and from os.TempDir() ([MakeTempDir]) with the proofs [SweepScratch]
-// asks for, once this process is gone (waiting for that a couple of
-// seconds at most), and exits 0. A command's outputs are not its business:
-// the next run decides from its files.
+// parent-death signal and without this process's [OwnerEnv] mark, so that
+// it outlives this process, and an outer run that ends this one spares it;
+// its standard input is the read end of a pipe whose write end this
+// process alone holds (close-on-exec: no command inherits it), its
+// standard output /dev/null and its standard error this process's. It
+// waits for the end of its input, as /bin/sh, which costs a fraction of a
+// Go program's start (see [janitorWaiter]). After [Janitor.Close] it exits
+// and does nothing; at the end of its input without Close (this process
+// died), it becomes this program (see [Init]), which kills with SIGKILL
+// every process of this user's marked as a command of this process's
+// pool, or one a command started, an inner run's included (its [OwnerEnv]
+// mark has a pair with this process's tag; found in /proc, on Linux: see
+// spawn.SignalTagged), a few rounds until none is left, then removes this
+// process's scratch folders from the scratch root and from os.TempDir()
+// ([MakeTempDir]) with the proofs [SweepScratch] asks for, once this
+// process is gone (waiting for that a couple of seconds at most), and
+// exits 0. A command's outputs are not its business: the next run decides
+// from its files.
 func StartJanitor(opts Options) (*Janitor, error) {
 	root := opts.Scratch
 	if root == "" {
@@ -96,7 +99,8 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	}
 	defer r.Close()
 	cmd := exec.Command("/bin/sh", "-c", janitorWaiter, exe)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", JanitorEnv, os.Getpid(), root))
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, OwnerEnv+"=") })
+	cmd.Env = append(cmd.Env, JanitorEnv+"="+selfTag()+":"+root)
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{prog} // descriptor 3
@@ -143,10 +147,10 @@ func (j *Janitor) Pid() int { return j.cmd.Process.Pid }
 // serveJanitor is the whole life of a janitor whose JanitorEnv is v and
 // whose standard input is in; it returns the exit status.
 func serveJanitor(v string, in *os.File, stderr io.Writer) int {
-	pidText, root, ok := strings.Cut(v, ":")
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 0 || !filepath.IsAbs(root) {
-		fmt.Fprintf(stderr, "poolrun janitor: %s=%q: want <pool pid>:<absolute scratch root>\n", JanitorEnv, v)
+	tag, root, ok := strings.Cut(v, ":")
+	pid, tagOK := tagPID(tag)
+	if !ok || !tagOK || !filepath.IsAbs(root) {
+		fmt.Fprintf(stderr, "poolrun janitor: %s=%q: want <pool pid>.<its start time>:<absolute scratch root>\n", JanitorEnv, v)
 		return 2
 	}
 	if fi, err := in.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
@@ -159,9 +163,9 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 	}
 	// The pool's process died: what its commands left running ends, then
 	// its scratch folders go.
-	mark := fmt.Sprintf("%s=%d:", OwnerEnv, pid)
+	ours := ownedByPool(tag)
 	for range janitorRounds {
-		if spawn.SignalTagged(func(entry string) bool { return strings.HasPrefix(entry, mark) }, syscall.SIGKILL) == 0 {
+		if spawn.SignalTagged(ours, syscall.SIGKILL) == 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

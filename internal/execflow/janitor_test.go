@@ -16,6 +16,7 @@ import (
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/proctest"
+	"github.com/poolrun/poolrun/internal/spawn"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -195,6 +196,39 @@ func TestJanitorDismissed(t *testing.T) {
 	syscall.Kill(grandchild, syscall.SIGKILL)
 }
 
+// TestJanitorOfInnerRun plays the janitor of an outer run whose command
+// started a pool's process (which bears the outer run's mark, as a nested
+// poolrun run does): the outer janitor kills every process whose mark
+// begins with its pair, in rounds. That ends the pool's process and its
+// command's grandchild, whose mark holds the outer pair before its own
+// pool's, but not the pool's janitor, which then kills what is left of its
+// pool's, removes the pool's scratch folder, and exits.
+func TestJanitorOfInnerRun(t *testing.T) {
+	outer := fmt.Sprintf("%d.%d", os.Getpid(), time.Now().UnixNano()) // no process's tag
+	mark := execflow.OwnerEnv + "=" + outer + ":" + outer
+	logDir, root := t.TempDir(), t.TempDir()
+	cmd, grandchild, janitor := startJanitored(t, logDir, root, mark)
+	if left := scratchLeft(t, root); len(left) != 1 {
+		t.Fatalf("while the job runs, the scratch root holds %q, want one folder", left)
+	}
+	outerJanitor := func(entry string) bool { return strings.HasPrefix(entry, mark) }
+	for range 10 {
+		if spawn.SignalTagged(outerJanitor, syscall.SIGKILL) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for proctest.Alive(grandchild) || proctest.Alive(janitor) || len(scratchLeft(t, root)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the outer janitor's kill: grandchild %d alive: %v; janitor %d alive: %v; scratch root holds %q",
+				grandchild, proctest.Alive(grandchild), janitor, proctest.Alive(janitor), scratchLeft(t, root))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestJanitorByHand: a janitor started by hand (its standard input not a
 // pipe) refuses, with exit status 2 and a message that says why.
 func TestJanitorByHand(t *testing.T) {
@@ -203,7 +237,7 @@ func TestJanitorByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:%s", execflow.JanitorEnv, os.Getpid(), t.TempDir()))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d.1:%s", execflow.JanitorEnv, os.Getpid(), t.TempDir()))
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "not to be started by hand") {
 		t.Errorf("exit %d (%v), want 2 and why:\n%s", code, err, out)

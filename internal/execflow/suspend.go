@@ -1,10 +1,8 @@
 package execflow
 
 import (
-	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -52,17 +50,17 @@ func (g *groups) list() []int {
 // resumes the work once it is continued.
 //
 // The processes stopped are the process group of each worker process of p,
-// every process marked as a command of this pool or a process a command
-// started (see [OwnerEnv]; found in /proc, on Linux), and the process
-// group of every command this process runs itself (serial mode). A
-// process that drops the mark from its environment escapes, unless it
+// every process of this user's marked as a command of this pool or a
+// process a command started, an inner run's included (its [OwnerEnv] mark
+// has a pair with this process's tag; found in /proc, on Linux), and the
+// process group of every command this process runs itself (serial mode).
+// A process that drops the mark from its environment escapes, unless it
 // stays in its command's process group. A worker started meanwhile (to
 // replace one that died) is not stopped but is continued.
 func Suspend(p *engine.Pool) (resume func()) {
 	stopped := workPIDs(p)
 	local := running.list()
-	ours := fmt.Sprintf("%s=%d:", OwnerEnv, os.Getpid())
-	mine := func(entry string) bool { return strings.HasPrefix(entry, ours) }
+	mine := ownedByPool(selfTag())
 	// Twice: a process that forked while the others were being stopped
 	// is found the second time.
 	for range 2 {

@@ -17,8 +17,11 @@ import (
 // TestSuspend stops the work of a running pool with execflow.Suspend, in
 // worker processes and serially: the command and its child are stopped
 // (state T) and make no progress; once resumed, they run on and the job
-// succeeds.
+// succeeds. The child is in a session of its own and the pool is nested
+// in an outer run (its own mark comes after the outer run's): only its
+// pair in the child's mark finds it.
 func TestSuspend(t *testing.T) {
+	t.Setenv(execflow.OwnerEnv, "1.100:2.200")
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			logDir := t.TempDir()
@@ -28,7 +31,7 @@ func TestSuspend(t *testing.T) {
 jobs:
   - id: long
     run: |
-      sh -c 'echo $$ > "$LOG/child.tmp"; mv "$LOG/child.tmp" "$LOG/child"; while [ ! -e "$LOG/go" ]; do echo tick >> "$LOG/ticks"; sleep 0.01; done' &
+      setsid sh -c 'echo $$ > "$LOG/child.tmp"; mv "$LOG/child.tmp" "$LOG/child"; while [ ! -e "$LOG/go" ]; do echo tick >> "$LOG/ticks"; sleep 0.01; done' &
       echo $$ > "$LOG/shell.tmp"; mv "$LOG/shell.tmp" "$LOG/shell"
       wait
 `)

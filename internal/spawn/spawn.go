@@ -10,7 +10,10 @@
 // themselves.
 //
 // The engine starts its worker processes with it, and execflow the commands
-// of a workflow.
+// of a workflow. [SignalTagged] signals the processes that a program
+// tagged in their environment, and those they started in turn, wherever
+// they went: this user's only, and not one that took a tagged process's
+// pid.
 package spawn
 
 import "os/exec"

@@ -40,14 +40,22 @@ func TestSignalTagged(t *testing.T) {
 	}
 	victim, other := start(tag), start(tag+"-other")
 	defer syscall.Kill(other, syscall.SIGKILL)
-	time.Sleep(50 * time.Millisecond) // setsid has run, and exec'd sleep
+	// setsid has run once the grandchild is sleep: it makes the new
+	// session, then executes sleep.
+	deadline := time.Now().Add(10 * time.Second)
+	for cmdline(victim) != "sleep\x0030\x00" {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d runs %q, not sleep 30", victim, cmdline(victim))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if pg, _ := syscall.Getpgid(victim); pg == syscall.Getpgrp() {
 		t.Fatalf("grandchild %d is in this process's group, want another", victim)
 	}
 	if n := spawn.SignalTagged(func(e string) bool { return e == tag }, syscall.SIGKILL); n != 1 {
 		t.Fatalf("signalled %d processes tagged %s", n, tag)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for proctest.Alive(victim) {
 		if time.Now().After(deadline) {
 			t.Fatalf("tagged grandchild %d still runs", victim)
@@ -56,5 +64,97 @@ func TestSignalTagged(t *testing.T) {
 	}
 	if !proctest.Alive(other) {
 		t.Errorf("a process with another tag was killed")
+	}
+}
+
+// cmdline returns the command line of process pid, its arguments each
+// ended by a NUL, or "".
+func cmdline(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return string(data)
+}
+
+// TestSignalTaggedOtherUser: a process of another user that carries the
+// tag is not signalled, even by root, which can read its environment; a
+// process of this user with the same tag is. Whether the other user's
+// process was signalled is told by how it ends: by the SIGTERM the test
+// sends it afterwards, not by a SIGKILL sent before.
+func TestSignalTaggedOtherUser(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("environments are read from /proc")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("starting a process of another user takes root")
+	}
+	tag := fmt.Sprintf("POOLRUN_TEST_TAG=%d-%d", os.Getpid(), time.Now().UnixNano())
+	start := func(attr *syscall.SysProcAttr) *exec.Cmd {
+		t.Helper()
+		cmd := exec.Command("sleep", "30")
+		cmd.Env = append(os.Environ(), tag)
+		cmd.SysProcAttr = attr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	nobody := start(&syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
+	mine := start(nil)
+	if n := spawn.SignalTagged(func(e string) bool { return e == tag }, syscall.SIGKILL); n != 1 {
+		t.Errorf("signalled %d processes tagged %s, want 1: this user's", n, tag)
+	}
+	nobody.Process.Signal(syscall.SIGTERM)
+	for _, c := range []struct {
+		who  string
+		cmd  *exec.Cmd
+		want syscall.Signal
+	}{{"uid 65534's process", nobody, syscall.SIGTERM}, {"this user's process", mine, syscall.SIGKILL}} {
+		c.cmd.Wait()
+		if ws := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != c.want {
+			t.Errorf("%s ended %v, want killed by %v", c.who, c.cmd.ProcessState, c.want)
+		}
+	}
+}
+
+// TestStartTime: a process's start time is the one /proc/PID/stat gives
+// (field 22, after a command name with spaces and parentheses), and a
+// process started later has a later one, or the same one within a tick.
+func TestStartTime(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times are read from /proc")
+	}
+	self, err := spawn.StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A name that a naive parse of the stat line splits wrongly.
+	dir := t.TempDir()
+	odd := dir + "/a) b ("
+	if err := os.Symlink("/bin/sleep", odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "(a) b ()") {
+		t.Fatalf("the child's stat line %q does not hold the odd name: the test proves nothing", data)
+	}
+	after := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	want, _ := strconv.ParseUint(after[19], 10, 64)
+	child, err := spawn.StartTime(cmd.Process.Pid)
+	if err != nil || child != want {
+		t.Errorf("StartTime of the child: %d, %v; its stat line says %d", child, err, want)
+	}
+	if child < self {
+		t.Errorf("the child started at %d, before this process (%d)", child, self)
+	}
+	if _, err := spawn.StartTime(-1); err == nil {
+		t.Error("StartTime(-1): no error")
 	}
 }
