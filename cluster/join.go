@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 // Join is what a worker needs to join a pool: the content of a join file.
@@ -86,20 +86,18 @@ func WriteJoinFile(path string, j Join) error {
 	return nil
 }
 
-// ReadJoinFile reads the join file at path.
+// ReadJoinFile reads the join file at path, which must be a regular file:
+// a named pipe, a device or a directory is refused at once, without
+// waiting for a writer, with an error that says what it is.
 func ReadJoinFile(path string) (Join, error) {
 	var j Join
-	f, err := os.Open(path)
-	if err != nil {
-		return j, fmt.Errorf("cluster: join file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxJoinFile+1))
-	if err != nil {
-		return j, fmt.Errorf("cluster: join file %s: %w", path, err)
-	}
-	if len(data) > maxJoinFile {
-		return j, fmt.Errorf("cluster: join file %s: larger than %d bytes: not a join file", path, maxJoinFile)
+	data, err := regfile.ReadFile(path, maxJoinFile)
+	var big *regfile.TooLargeError
+	switch {
+	case errors.As(err, &big):
+		return j, fmt.Errorf("cluster: join file %s: %d bytes, larger than %d: not a join file", path, big.Size, maxJoinFile)
+	case err != nil:
+		return j, fmt.Errorf("cluster: join file: %w", err) // names the path
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

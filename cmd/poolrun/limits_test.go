@@ -12,26 +12,35 @@ import (
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
-// An endless file (/dev/zero) as a workflow or a scaffold configuration is
-// refused at once, naming the file and the limit, with exit status 2.
+// A file over the limit (16 MiB, sparse here) as a workflow or a scaffold
+// configuration is refused at once, naming the file, its size and the
+// limit, with exit status 2. (An endless device is not a regular file:
+// TestOddFilesRefused.)
 func TestRefusesHugeFiles(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		args []string
 	}{
-		{"run", []string{"run", "/dev/zero"}},
-		{"scaffold config", []string{"scaffold", "--config", "/dev/zero", "--out", "out"}},
+		{"run", []string{"run", "huge.yaml"}},
+		{"scaffold config", []string{"scaffold", "--config", "huge.yaml", "--out", "out"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
+			huge := filepath.Join(dir, "huge.yaml")
+			if err := os.WriteFile(huge, []byte("# huge\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(huge, 16<<20+1); err != nil {
+				t.Fatal(err)
+			}
 			start := time.Now()
 			r := poolrun(t, dir, tt.args...)
 			took := time.Since(start)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
 			}
-			if !strings.Contains(r.stderr, "/dev/zero") || !strings.Contains(r.stderr, "16 MiB") {
-				t.Errorf("stderr does not name the file and the limit: %q", r.stderr)
+			if !strings.Contains(r.stderr, "huge.yaml") || !strings.Contains(r.stderr, "16777217 bytes") || !strings.Contains(r.stderr, "16 MiB") {
+				t.Errorf("stderr does not name the file, its size and the limit: %q", r.stderr)
 			}
 			if took > 10*time.Second {
 				t.Errorf("took %v to refuse", took)

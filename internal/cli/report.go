@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
@@ -121,27 +122,20 @@ var (
 	errReportVersion = errors.New("unknown report version")
 )
 
-// loadReport reads and checks the report in file path: JSON of at most
-// maxReportSize bytes, of a pool (version 0 to reportVersion) or of a
+// loadReport reads and checks the report in file path: a regular file (a
+// named pipe, a device or a directory is refused at once) of JSON of at
+// most maxReportSize bytes, of a pool (version 0 to reportVersion) or of a
 // bench. The errors name the file.
 func loadReport(path string) (*loadedReport, error) {
-	f, err := os.Open(path)
+	data, err := regfile.ReadFile(path, maxReportSize)
+	var big *regfile.TooLargeError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%s: no such file", path)
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("%s: %d bytes, larger than %s: not a report of poolrun", path, big.Size, humanBytes(maxReportSize))
 	case err != nil:
 		return nil, err // names the path
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s: is a folder; want a report file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxReportSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxReportSize {
-		return nil, fmt.Errorf("%s: larger than %s: not a report of poolrun", path, humanBytes(maxReportSize))
 	}
 	// The fields that tell a pool's report from a bench's: present, not
 	// only well typed.

@@ -478,8 +478,19 @@ func TestLoadReport(t *testing.T) {
 	if _, err := loadReport(filepath.Join(dir, "none.json")); err == nil || !strings.Contains(err.Error(), "none.json: no such file") {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := loadReport(dir); err == nil || !strings.Contains(err.Error(), "is a folder") {
+	if _, err := loadReport(dir); err == nil || err.Error() != dir+": is a directory, not a regular file" {
 		t.Errorf("a folder: %v", err)
+	}
+	// Over the limit, refused from its size: the sparse file is not read.
+	over := filepath.Join(dir, "over.json")
+	if err := os.WriteFile(over, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(over, maxReportSize+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadReport(over); err == nil || err.Error() != over+": 1073741825 bytes, larger than 1.0 GiB: not a report of poolrun" {
+		t.Errorf("a file over the limit: %v", err)
 	}
 }
 

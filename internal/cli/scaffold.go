@@ -33,9 +33,10 @@ same for any -j, for --serial and for any eviction policy: compare the
 every host sees, at the same path: a worker (poolrun worker) that cannot
 write there is refused when it joins.
 
-A --config file larger than 16 MiB (scaffold.MaxConfigSize) is refused (exit
-status 2). -j is capped at the number of jobs (cell types and rules, times
-chunks): no worker starts only to wait.
+A --config file that is not a regular file (a pipe, a device, a folder) or
+is larger than 16 MiB (scaffold.MaxConfigSize) is refused (exit status 2).
+-j is capped at the number of jobs (cell types and rules, times chunks): no
+worker starts only to wait.
 
 Example:
   poolrun scaffold -j 2 --scale 0.5 --report report.json

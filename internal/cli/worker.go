@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
@@ -118,8 +119,8 @@ func checkListen(listen, joinFile string) error {
 }
 
 // checkTLSFlags checks --tls-cert and --tls-key: both or neither, with
-// --listen, and files that can be read (package cluster checks what they
-// hold when the server starts).
+// --listen, and regular files that can be read (package cluster checks
+// what they hold when the server starts).
 func checkTLSFlags(listen, cert, key string) error {
 	if cert == "" && key == "" {
 		return nil
@@ -133,7 +134,9 @@ func checkTLSFlags(listen, cert, key string) error {
 		return badInputf("poolrun: --tls-cert %s: give its private key with --tls-key", cert)
 	}
 	for _, f := range [][2]string{{"--tls-cert", cert}, {"--tls-key", key}} {
-		fh, err := os.Open(f[1])
+		// A FIFO or a device is refused at once: package cluster reads
+		// these with os.ReadFile, which would wait for a FIFO's writer.
+		fh, err := regfile.Open(f[1])
 		if err != nil {
 			return badInputf("poolrun: %s: %v", f[0], err)
 		}

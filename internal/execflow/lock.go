@@ -92,8 +92,10 @@ func LockWorkflow(ctx context.Context, path string, wait bool) (*Lock, error) {
 			f.Close()
 			continue
 		}
-		if err := f.Truncate(0); err == nil {
-			_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		// The pid is for the message of a run that finds the lock taken;
+		// without it that run names no one.
+		if f.Truncate(0) == nil {
+			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		}
 		return &Lock{f: f, path: name}, nil
 	}

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
-	"os"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
+	"github.com/poolrun/poolrun/internal/regfile"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -69,26 +68,23 @@ func commandHash(run string) string {
 }
 
 // readState reads the state file at path; a file that does not exist is
-// an empty state. An unreadable, malformed or too large file is an error
-// that names it and wraps [ErrBadState].
+// an empty state. An unreadable, malformed or too large file, or one that
+// is not a regular file, is an error that names it and wraps
+// [ErrBadState].
 func readState(path string) (*state, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &state{Version: StateVersion}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadState, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxStateSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadState, err)
-	}
 	bad := func(what string) error {
 		return fmt.Errorf("%w: %s: %s; delete it to start afresh (jobs are then judged by the times of their files alone)", ErrBadState, path, what)
 	}
-	if len(data) > MaxStateSize {
-		return nil, bad(fmt.Sprintf("larger than %d MiB", MaxStateSize>>20))
+	// A FIFO or a device there is refused at once, not waited for.
+	data, err := regfile.ReadFile(path, MaxStateSize)
+	var big *regfile.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &state{Version: StateVersion}, nil
+	case errors.As(err, &big):
+		return nil, bad(fmt.Sprintf("%d bytes, larger than %d MiB", big.Size, MaxStateSize>>20))
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrBadState, err)
 	}
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {

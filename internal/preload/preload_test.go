@@ -2,6 +2,7 @@ package preload_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -36,7 +37,7 @@ func role() int {
 	got, gotErr := preload.Load(file)
 	fmt.Printf("preloaded %v %q\n", began, path)
 	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
-		// A FIFO, read once.
+		// A FIFO: refused, not waited for.
 		if gotErr != nil {
 			fmt.Println(gotErr)
 		} else {
@@ -67,16 +68,25 @@ func jobIDs(wf *workflow.Workflow) []string {
 	return ids
 }
 
+// selfTimeout bounds a run of the test binary: one that waits (for a
+// FIFO's writer, say) fails its test instead of hanging.
+const selfTimeout = time.Minute
+
 // self runs the test binary as "BIN args..." with the extra environment
 // env, and returns what it printed.
 func self(t *testing.T, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	ctx, cancel := context.WithTimeout(t.Context(), selfTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), roleEnv+"=1"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("%v: did not end within %v\n%s", args, selfTimeout, out.String())
+		}
 		t.Fatalf("%v: %v\n%s", args, err, out.String())
 	}
 	return out.String()
@@ -86,7 +96,8 @@ func self(t *testing.T, env []string, args ...string) string {
 // package prestart re-executes with a larger timer slack, reads the file
 // at its start, and Load gives it once, as workflow.Load would have,
 // mistakes included; so does any re-executed run (its mark set, as
-// poolrun run sets it). Anything else reads nothing at its start.
+// poolrun run sets it). Anything else reads nothing at its start; a FIFO
+// is then refused by Load at once.
 func TestPreload(t *testing.T) {
 	dir := t.TempDir()
 	jobs := func(n int) string {
@@ -107,16 +118,11 @@ func TestPreload(t *testing.T) {
 	many := write("many.yaml", jobs(300))
 	few := write("few.yaml", jobs(10))
 	bad := write("bad.yaml", jobs(250)+"  - {id: j1, run: again}\n")
+	// A FIFO that no writer opens: refused at once.
 	fifo := filepath.Join(dir, "wf.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			f.WriteString(jobs(10))
-			f.Close()
-		}
-	}()
 	const slack = "POOLRUN_TIMER_SLACK=50000"
 	for _, c := range []struct {
 		name string
@@ -132,7 +138,7 @@ func TestPreload(t *testing.T) {
 		{"a worker", []string{slack, "POOLRUN_WORKER=1"}, []string{"run", few}, `preloaded false ""`, ""},
 		{"a janitor", []string{slack, "POOLRUN_JANITOR=1:/tmp"}, []string{"run", few}, `preloaded false ""`, ""},
 		{"another command", []string{slack}, []string{"scaffold", few}, `preloaded false ""`, ""},
-		{"a FIFO", []string{slack}, []string{"run", fifo}, `preloaded false ""`, "read 10 jobs"},
+		{"a FIFO", []string{slack}, []string{"run", fifo}, `preloaded false ""`, fifo + ": is a named pipe (FIFO), not a regular file; write the workflow to a file first, and give that file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := self(t, c.env, c.args...)

@@ -29,11 +29,10 @@ func TestCountJobs(t *testing.T) {
 }
 
 // TestCountJobsLeavesFIFOAlone: countJobs never opens a FIFO, not even for
-// a moment. A writer waiting for a reader would get in, write to nobody
-// once countJobs closed it, and poolrun run, opening the FIFO next, would
-// wait for ever. A writer here tries to open the FIFO, without waiting,
-// for as long as countJobs is called again and again: it must never find
-// a reader.
+// a moment. A writer waiting for a reader would get in and write to
+// nobody once countJobs closed it (poolrun run then refuses the FIFO). A
+// writer here tries to open the FIFO, without waiting, for as long as
+// countJobs is called again and again: it must never find a reader.
 func TestCountJobsLeavesFIFOAlone(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "wf.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

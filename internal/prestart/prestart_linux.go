@@ -6,12 +6,15 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
-// It imports os and syscall alone: a package it imports must be
-// initialised before it, and Go initialises the ready packages in the
-// order of their import paths, most of which come before this one's
-// (bytes, strconv, strings and path/filepath would wait for many).
+// It imports os, syscall and regfile alone (regfile imports only what os
+// does): a package it imports must be initialised before it, and Go
+// initialises the ready packages in the order of their import paths, most
+// of which come before this one's (bytes, strconv, strings and
+// path/filepath would wait for many).
 
 // prctl options (linux/prctl.h), and scheduling policies (linux/sched.h).
 const (
@@ -55,30 +58,14 @@ func wantsSlack(args []string) bool {
 
 // countJobs returns the number of "run:" in the regular file at path,
 // what a job's command follows (an item's too: an upper bound); 0 when
-// it is not a regular file or cannot be read.
+// it is not a regular file (a FIFO is not even opened: see
+// regfile.Open), cannot be read or holds more than maxCount bytes.
 func countJobs(path string) int {
-	// Not opened before it is known to be a regular file. Opening a FIFO
-	// waits for a writer; opened without waiting, it still lets a writer
-	// in that is waiting for a reader, which then writes into a FIFO that
-	// nobody reads once this closes it, while poolrun run, opening it
-	// next, waits for ever (cmd/poolrun TestRunTimerSlackFromPipe).
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return 0
-	}
-	// Without waiting, and checked again once open: the path may have
-	// become a FIFO since.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	data, err := regfile.ReadFile(path, maxCount)
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCount {
-		return 0
-	}
-	data := make([]byte, fi.Size())
-	n, _ := f.ReadAt(data, 0)
-	return count(data[:n], "run:")
+	return count(data, "run:")
 }
 
 // flagName returns the name of the flag argument a: without its one or

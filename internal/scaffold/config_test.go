@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/poolrun/poolrun/internal/regfile"
 	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
@@ -361,8 +364,9 @@ func TestLookups(t *testing.T) {
 	}
 }
 
-// LoadConfig reads a configuration file, and refuses one over
-// MaxConfigSize, and an endless one at once, naming the file and the limit.
+// LoadConfig reads a configuration file, refuses one over MaxConfigSize,
+// naming the file, its size and the limit, and what is not a regular file
+// at once.
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
@@ -386,14 +390,31 @@ func TestLoadConfig(t *testing.T) {
 	if err := os.Truncate(over, scaffold.MaxConfigSize+1); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{over, "/dev/zero"} {
-		_, err := scaffold.LoadConfig(path)
-		if !errors.Is(err, scaffold.ErrConfigTooLarge) {
-			t.Errorf("LoadConfig(%s) = %v, want ErrConfigTooLarge", path, err)
-			continue
-		}
-		if !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), "16 MiB") {
-			t.Errorf("error %q does not name the file and the limit", err)
+	_, err = scaffold.LoadConfig(over)
+	if !errors.Is(err, scaffold.ErrConfigTooLarge) {
+		t.Errorf("LoadConfig(%s) = %v, want ErrConfigTooLarge", over, err)
+	} else if !strings.HasPrefix(err.Error(), over+": ") || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "16777217 bytes") {
+		t.Errorf("error %q does not name the file, its size and the limit", err)
+	}
+	// Not regular files: refused at once (a FIFO that no writer opens
+	// too), saying what they are.
+	fifo := filepath.Join(dir, "config.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, says := range map[string]string{"/dev/zero": "is a device", fifo: "is a named pipe (FIFO)", dir: "is a directory"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := scaffold.LoadConfig(path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, regfile.ErrNotRegular) || err.Error() != path+": "+says+", not a regular file" {
+				t.Errorf("LoadConfig(%s) = %v; want it refused: %s", path, err, says)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("LoadConfig(%s) did not return within 10s", path)
 		}
 	}
 }

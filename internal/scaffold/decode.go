@@ -4,37 +4,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/poolrun/poolrun/internal/regfile"
 	"github.com/poolrun/poolrun/internal/yamlline"
 )
 
 // MaxConfigSize bounds the size of a configuration file that [LoadConfig]
-// reads, 16 MiB: a larger file (or an endless one such as /dev/zero) is
-// refused after reading MaxConfigSize+1 bytes, before it is decoded.
+// reads, 16 MiB: a larger file is refused from its size before it is read,
+// or, if it grows while it is read, after MaxConfigSize+1 bytes.
 const MaxConfigSize = 16 << 20
 
 // LoadConfig reads the configuration file at path and parses it as
-// [ParseConfig] does, with path as the file name. If the file cannot be read
-// it returns the error of [os.Open] or of reading, which names the path; if
-// it holds more than [MaxConfigSize] bytes, an error that names the path and
-// matches [ErrConfigTooLarge], having read no more than MaxConfigSize+1
-// bytes.
+// [ParseConfig] does, with path as the file name. The file must be a
+// regular file: a named pipe, a device (such as /dev/zero) or a directory
+// is refused at once, without waiting for a writer, with an error that
+// names the path, says what it is and matches [regfile.ErrNotRegular]. If
+// the file cannot be read it returns the error of opening or reading it,
+// which names the path; if it holds more than [MaxConfigSize] bytes, an
+// error that names the path, gives its size and matches
+// [ErrConfigTooLarge].
 func LoadConfig(path string) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := regfile.ReadFile(path, MaxConfigSize)
+	var big *regfile.TooLargeError
+	switch {
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("%s: %w: it holds %d bytes", path, ErrConfigTooLarge, big.Size)
+	case err != nil:
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxConfigSize {
-		return nil, fmt.Errorf("%s: %w", path, ErrConfigTooLarge)
 	}
 	return ParseConfig(path, data)
 }

@@ -8,9 +8,10 @@
 // A [Config] (YAML, see [ParseConfig] and the embedded [DefaultConfig]) describes
 // a box cut into a grid of chunks, cell types with densities, and connection
 // rules "from type, to type, within a maximum distance". [LoadConfig] reads
-// one from a file of at most [MaxConfigSize] (16 MiB), refusing a larger (or
-// endless) file with [ErrConfigTooLarge] after reading one byte more than
-// that. A run is:
+// one from a regular file of at most [MaxConfigSize] (16 MiB), refusing a
+// larger file with [ErrConfigTooLarge] before reading it, and a named
+// pipe, a device (an endless one such as /dev/zero) or a directory at
+// once. A run is:
 //
 //  1. Placement: one [Place] job per (cell type, chunk), in any order.
 //  2. Connectivity: one [Connect] job per (rule, chunk), each after the

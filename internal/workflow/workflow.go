@@ -1,13 +1,15 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 // ItemEnv is the environment variable that holds the path at which an
@@ -29,8 +31,8 @@ const (
 )
 
 // MaxFileSize bounds the size of a workflow file that [Load] reads, 16 MiB:
-// a larger file (or an endless one such as /dev/zero) is refused after
-// reading MaxFileSize+1 bytes, before it is parsed.
+// a larger file is refused from its size before it is read, or, if it
+// grows while it is read, after MaxFileSize+1 bytes.
 const MaxFileSize = 16 << 20
 
 // A Workflow is a parsed, checked workflow file.
@@ -95,23 +97,30 @@ func Parse(file string, data []byte) (*Workflow, error) {
 	return w, nil
 }
 
-// Load reads and parses the workflow file at path. If the file cannot be
-// read it returns the error of [os.Open] or of reading, which names the
-// path; if it holds more than [MaxFileSize] bytes, an error that names the
-// path and matches [ErrTooLarge], having read no more than MaxFileSize+1
-// bytes; otherwise it behaves as [Parse] with path as the file name.
+// Load reads and parses the workflow file at path, which must be a regular
+// file: a named pipe (poolrun run <(generate), say), a device or a
+// directory is refused at once, without waiting for a writer, with an
+// error that names the path, says what it is and matches
+// [regfile.ErrNotRegular]. If the file cannot be read Load returns the
+// error of opening or reading it, which names the path; if it holds more
+// than [MaxFileSize] bytes, an error that names the path, gives its size
+// and matches [ErrTooLarge], having read nothing (or, had the file grown
+// while read, MaxFileSize+1 bytes); otherwise it behaves as [Parse] with
+// path as the file name.
 func Load(path string) (*Workflow, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := regfile.ReadFile(path, MaxFileSize)
+	var big *regfile.TooLargeError
+	var odd *regfile.NotRegularError
+	switch {
+	case errors.As(err, &big):
+		return nil, fmt.Errorf("%s: %w: it holds %d bytes", path, ErrTooLarge, big.Size)
+	case errors.As(err, &odd) && odd.Mode.Type() == fs.ModeNamedPipe:
+		// Not waited for: open(2) would wait for a writer where no signal
+		// ends the wait. And a workflow's paths (its inputs and outputs,
+		// its state file) are in its folder, which a pipe has not.
+		return nil, fmt.Errorf("%w; write the workflow to a file first, and give that file", err)
+	case err != nil:
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
 	}
 	return Parse(path, data)
 }

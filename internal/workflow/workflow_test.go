@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/poolrun/poolrun/internal/regfile"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -488,9 +491,10 @@ func TestSizeLimits(t *testing.T) {
 	}
 }
 
-// Load refuses a file over MaxFileSize, and an endless one at once, with an
-// error that names the file and the limit; a file of exactly MaxFileSize
-// bytes is read (and here fails to parse, as a YAML error).
+// Load refuses a file over MaxFileSize with an error that names the file,
+// its size and the limit, and an endless device at once as not a regular
+// file; a file of exactly MaxFileSize bytes is read (and here fails to
+// parse, as a YAML error).
 func TestLoadTooLarge(t *testing.T) {
 	dir := t.TempDir()
 	at := filepath.Join(dir, "at-limit.yaml")
@@ -513,7 +517,6 @@ func TestLoadTooLarge(t *testing.T) {
 	}{
 		{"at the limit", at, false},
 		{"over the limit", over, true},
-		{"endless", "/dev/zero", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := workflow.Load(tt.path)
@@ -523,9 +526,46 @@ func TestLoadTooLarge(t *testing.T) {
 			if got := errors.Is(err, workflow.ErrTooLarge); got != tt.tooLarge {
 				t.Fatalf("Load(%s) = %v; errors.Is(err, ErrTooLarge) = %v, want %v", tt.path, err, got, tt.tooLarge)
 			}
-			if tt.tooLarge && (!strings.HasPrefix(err.Error(), tt.path+": ") || !strings.Contains(err.Error(), "16 MiB")) {
-				t.Errorf("error %q does not name the file and the limit", err)
+			if tt.tooLarge && (!strings.HasPrefix(err.Error(), tt.path+": ") || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "16777217 bytes")) {
+				t.Errorf("error %q does not name the file, its size and the limit", err)
 			}
 		})
+	}
+	t.Run("endless", func(t *testing.T) {
+		_, err := workflow.Load("/dev/zero")
+		if !errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, workflow.ErrTooLarge) || err.Error() != "/dev/zero: is a device, not a regular file" {
+			t.Errorf("Load(/dev/zero) = %v; want it refused as a device", err)
+		}
+	})
+}
+
+// Load refuses at once what is not a regular file, naming it and saying
+// what it is: a FIFO that no writer opens (with what to do instead), a
+// directory.
+func TestLoadNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "wf.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	for _, tt := range []struct {
+		path, want string
+	}{
+		{fifo, fifo + ": is a named pipe (FIFO), not a regular file; write the workflow to a file first, and give that file"},
+		{dir, dir + ": is a directory, not a regular file"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := workflow.Load(tt.path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, regfile.ErrNotRegular) || err.Error() != tt.want {
+				t.Errorf("Load(%s) = %v; want %q", tt.path, err, tt.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) did not return within 10s", tt.path)
+		}
 	}
 }
