@@ -135,8 +135,9 @@ runs nothing and writes nothing. --dag prints the job graph in Graphviz dot
 on standard output, jobs filled orange (run) or grey (skip), and runs
 nothing:  poolrun run --dag wf.yaml | dot -Tsvg > wf.svg
 
-A workflow file larger than 16 MiB (workflow.MaxFileSize) is refused (exit
-status 2). -j is capped at the number of jobs that will run: no worker
+FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
+pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
+larger file (exit status 2). -j is capped at the number of jobs that will run: no worker
 starts only to wait (none when every job is skipped).
 
 Example:
