@@ -17,7 +17,7 @@ import (
 // recordEvery is the shortest time between two writes of the state file
 // while a run goes on: the jobs that end in between are recorded in one
 // write.
-const recordEvery = 100 * time.Millisecond
+const recordEvery = time.Second
 
 // Begin records in the state file, before anything runs, that the run
 // begins every job of the plan that runs and declares outputs ("started":
@@ -62,10 +62,10 @@ func (p *Plan) Begin() error {
 
 // Recorder returns the pool option that records, in the state file that
 // [Plan.Begin] wrote, each job of the plan that succeeds as done and each
-// that fails (or whose worker dies) as failed, a few times a second at
-// most, so that a run that is cut off loses little of what it made. It
-// does nothing for jobs without outputs, before Begin, or when no job
-// declares outputs.
+// that fails (or whose worker dies) as failed, writing the file once a
+// second at most, so that a run that is cut off loses little of what it
+// made. It does nothing for jobs without outputs, before Begin, or when
+// no job declares outputs.
 func (p *Plan) Recorder() engine.Option {
 	return engine.OnEvent(func(e engine.Event) {
 		r := p.rec.Load()
