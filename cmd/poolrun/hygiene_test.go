@@ -32,19 +32,7 @@ func uniqueArg(whole int) string {
 // args.
 func procsWithArgs(args ...string) []int {
 	want := strings.Join(args, "\x00") + "\x00"
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && string(data) == want && proctest.Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return proctest.Find("cmdline", func(data []byte) bool { return string(data) == want })
 }
 
 // waitProcs waits, for a generous while, until a live process has exactly

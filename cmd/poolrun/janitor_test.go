@@ -29,19 +29,9 @@ const lastPID = "/proc/sys/kernel/ns_last_pid"
 
 // procsWithEnv returns the live processes whose environment holds entry.
 func procsWithEnv(entry string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), entry) && proctest.Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return proctest.Find("environ", func(env []byte) bool {
+		return slices.Contains(strings.Split(string(env), "\x00"), entry)
+	})
 }
 
 // janitorOf returns the janitor of the poolrun whose pid is pid: its child

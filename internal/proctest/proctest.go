@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,4 +90,23 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Find returns the live processes for which match, given a file of the
+// process's folder in /proc ("cmdline", "environ") as read, is true;
+// name says which file.
+func Find(name string, match func(data []byte) bool) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), name))
+		if err == nil && match(data) && Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

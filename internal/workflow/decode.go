@@ -27,7 +27,7 @@ import (
 // A parser holds what every step needs to report mistakes.
 type parser struct {
 	file  string
-	dir   string // the absolute folder of file, against which outputs are checked; "" if unknown
+	dir   string       // the absolute folder of file, against which outputs are checked; "" if unknown
 	errs  []*Error     // the first MaxErrors mistakes
 	more  int          // the mistakes after those
 	lines map[int]bool // the lines with a mistake reported
