@@ -86,9 +86,14 @@ func runCluster(b *testing.B, w, n int) time.Duration {
 // It checks that the workers together ran every job.
 func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 	gatePath := filepath.Join(b.TempDir(), "gate")
-	gate := engine.Queue(p, waitFile, gatePath)
+	// One gate job per worker: a pool starts workers as jobs wait for
+	// them (engine.Workers), and all w must be in before the gate opens.
+	var gates []engine.Dep
+	for range w {
+		gates = append(gates, engine.Queue(p, waitFile, gatePath))
+	}
 	for i := range n {
-		engine.Queue(p, noop, i, engine.After(gate))
+		engine.Queue(p, noop, i, engine.After(gates...))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -122,8 +127,8 @@ func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 	for _, ws := range p.Stats().Workers {
 		ran += ws.Jobs
 	}
-	if ran != n+1 {
-		b.Fatalf("the workers ran %d jobs of %d", ran, n+1)
+	if ran != n+w {
+		b.Fatalf("the workers ran %d jobs of %d", ran, n+w)
 	}
 	return end.Sub(start)
 }

@@ -12,10 +12,13 @@ import (
 // pool ends. It knows workers only through the transport seam
 // (transport.go) and the window only as a publisher (window.go).
 
-// crashLoopLimit is how many workers in a row may die before they finish a
-// job (at start, before the handshake, or in their first job) before the
-// pool gives up: a program that never calls Init, or whose start-up fails,
-// then makes Run fail within seconds instead of starting workers forever.
+// crashLoopLimit is how many workers in a row may die without having run
+// a job (before the handshake, or after it while they had no job; see
+// diedLocked) before the pool starts no more workers: a program that never
+// calls Init, or whose start-up fails, then makes Run fail within seconds
+// instead of starting workers forever. A worker that dies under a job does
+// not count: that death is the job's (Aborted, or retried), and the jobs
+// bound how often it can happen.
 const crashLoopLimit = 5
 
 // Dispatch: a worker is sent a job while it still has others only when all
@@ -66,9 +69,20 @@ type scheduler struct {
 	cands   []*readyGroup
 	round   uint64 // numbers the dispatch rounds
 
+	// bound is how many places the scheduler may make for workers it
+	// starts (Workers, InProcess), own how many it made, eager how many
+	// of those it makes at once (the serial worker); it makes the others
+	// as jobs wait for a worker (growLocked). starts are the places whose
+	// worker the loop starts once it has let go of p.mu: new places, and
+	// those whose worker died.
+	bound, own, eager int
+	starts            []*place
 	// earlyDeaths counts the workers that died, one after the other,
-	// before they finished a job; crashLoopLimit of them end the pool.
-	earlyDeaths int
+	// without having run a job, and helloDeaths those of them that had
+	// answered the handshake; at crashLoopLimit, crashLoop says why no
+	// worker is started any more.
+	earlyDeaths, helloDeaths int
+	crashLoop                error
 	// lastAwake is when the loop last checked the running jobs.
 	lastAwake time.Time
 	// sharedOver: the shared window is overflowed.
@@ -112,28 +126,21 @@ func newScheduler(p *Pool, tr transport, msgs chan msg) *scheduler {
 		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}}
 }
 
-// start publishes the first required set, starts n workers and the
-// schedulers given before Run.
-func (s *scheduler) start(n int) error {
+// start publishes the first required set and starts the schedulers given
+// before Run. The loop starts the workers: eager of them at once, and the
+// others, up to n in all, as jobs wait for them (growLocked).
+func (s *scheduler) start(n, eager int) error {
 	p := s.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sched = s
+	s.bound, s.eager = n, min(eager, n)
 	if !s.perWorker {
 		w, err := s.tr.newWindow()
 		if err != nil {
 			return err
 		}
 		s.shared = w
-	}
-	for range n {
-		pl, err := s.addPlace(nil)
-		if err != nil {
-			return err
-		}
-		if err := s.startWorker(pl); err != nil {
-			return err
-		}
 	}
 	s.publishLocked()
 	p.setState(PoolRunning)
@@ -244,6 +251,14 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		}
 		s.publishLocked()
 		s.dispatchLocked()
+		s.growLocked()
+		if len(s.starts) > 0 {
+			starts := s.starts
+			s.starts = nil
+			p.mu.Unlock()
+			s.startWorkers(starts)
+			continue // their places may take jobs, or need windows published
+		}
 		if tick != nil {
 			tick.Reset(time.Until(p.lastEvent.Add(p.cfg.tick)))
 		}
@@ -555,7 +570,7 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	}
 	pl.jobs++
 	if pl.served++; pl.served == 1 {
-		s.earlyDeaths = 0 // a worker serves: no crash loop
+		s.earlyDeaths, s.helloDeaths = 0, 0 // a new worker serves: no crash loop
 	}
 	pl.evicted += uint64(rep.evicted)
 	pl.budgetEvicted += uint64(rep.budgetEvicted)
@@ -745,11 +760,21 @@ func later(a, b time.Time) time.Time {
 
 // diedLocked handles the end of a worker: the job it was running is
 // Aborted, the jobs waiting behind it go back to the queue, and, while the
-// pool runs, a new worker takes the place of one the transport started.
+// pool runs, a new worker takes the place of one the scheduler started.
+//
+// A worker that died without having run a job (before the handshake, or
+// after it while it had no job), neither asked to stop nor killed, counts
+// towards a crash loop, until a new worker finishes its first job: at
+// crashLoopLimit of them in a row no worker is started any more, and Run's
+// error says so, with what the last one printed (and, when none of them
+// had answered the handshake, a word on Init). The pool goes on with the
+// workers that serve; with none, it ends. A worker that dies under a job
+// does not count: the job is Aborted or retried, and the worker replaced.
 // p.mu is held.
 func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	p := s.p
 	wasReady, stopping, timedOut, k := pl.ready, pl.stopping, pl.timedOut, pl.kill
+	hadJob := len(pl.inflight) > 0
 	if k != nil && k.silent {
 		why = fmt.Errorf("was killed: it had jobs and sent nothing for %v (stopped, say, or its reply pipe in disorder)", p.cfg.silence)
 	}
@@ -772,21 +797,13 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 		if s.live() == 0 && s.fatal == nil && !stopping {
 			s.fatal = fmt.Errorf("engine: no worker left: %v did not answer the handshake within %v (does main call engine.Init() first?)", pl, p.cfg.startTimeout)
 		}
-	case !stopping && pl.served == 0 && s.fatal == nil && (k == nil || k.j == nil):
-		// Died before it finished a job: replaced like any other worker,
-		// unless workers keep doing so (a crash loop).
+	case !stopping && !pl.joined && k == nil && !hadJob && pl.served == 0 && s.fatal == nil && s.crashLoop == nil:
 		s.earlyDeaths++
+		if wasReady {
+			s.helloDeaths++
+		}
 		if s.earlyDeaths >= crashLoopLimit {
-			when := "before the handshake"
-			if wasReady {
-				when = "before it finished a job"
-			}
-			said := "; it printed nothing"
-			if lastWords != "" {
-				said = fmt.Sprintf("; it last printed: %s", lastWords)
-			}
-			s.fatal = fmt.Errorf("engine: %d workers in a row died before they finished a job; the last, %v, %v %s%s (does main call engine.Init() first, and does the program start?)",
-				s.earlyDeaths, pl, why, when, said)
+			s.crashLoopLocked(pl, why, wasReady, lastWords)
 		}
 	}
 	for i, j := range pl.inflight {
@@ -804,16 +821,57 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 		p.queue.push(j)
 	}
 	pl.inflight = pl.inflight[:0]
-	if pl.joined {
+	if pl.joined || s.crashLoop != nil && !stopping {
 		pl.removed = true
+	}
+	if s.crashLoop != nil && s.fatal == nil && !stopping && p.state == PoolRunning && s.live() == 0 {
+		s.fatal = fmt.Errorf("engine: no worker left: %w: none is started since %d died in a row (see below)", ErrCrashLoop, crashLoopLimit)
 	}
 	if pl.removed || stopping || s.fatal != nil || p.state != PoolRunning {
 		return
 	}
-	pl.restarts++
-	if err := s.startWorker(pl); err != nil {
-		s.fatal = err
+	pl.refill = true
+	s.starts = append(s.starts, pl)
+}
+
+// crashLoopLocked stops the starts of workers after crashLoopLimit of them
+// died in a row without having run a job, the last of them that of pl
+// (for why, having answered the handshake or not, its stderr ending with
+// lastWords). With no other worker that serves, the pool ends; else the
+// error joins Run's and the pool goes on. p.mu is held.
+func (s *scheduler) crashLoopLocked(pl *place, why error, wasReady bool, lastWords string) {
+	when := "before the handshake"
+	if wasReady {
+		when = "after the handshake, with no job"
 	}
+	said := "; it printed nothing"
+	if lastWords != "" {
+		said = "; it last printed: " + lastWords
+	}
+	serving := 0
+	for _, o := range s.places {
+		if o.l != nil && o.ready && !o.stopping {
+			serving++
+		}
+	}
+	var hint, goesOn string
+	if s.helloDeaths == 0 {
+		hint = " (does main call engine.Init() first, and does the program start?)"
+	}
+	switch {
+	case serving == 1:
+		goesOn = "; no other worker is started: the pool goes on with the one that serves"
+	case serving > 1:
+		goesOn = fmt.Sprintf("; no other worker is started: the pool goes on with the %d that serve", serving)
+	}
+	err := fmt.Errorf("engine: %w: %d workers in a row died before they finished a job; the last, %v, %v %s%s%s%s",
+		ErrCrashLoop, s.earlyDeaths, pl, why, when, said, hint, goesOn)
+	s.crashLoop = err
+	if serving == 0 {
+		s.fatal = err
+		return
+	}
+	s.p.errs = append(s.p.errs, err)
 }
 
 // revokedLocked takes back j, which the worker of pl handed back without

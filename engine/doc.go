@@ -55,8 +55,13 @@
 //     SIGSTOP, or whose reply pipe a stray write broke, cannot hang a
 //     pool. Without a timeout, a job that runs for ever while its worker
 //     lives keeps the pool waiting: that is what Timeout is for.
-//   - Five workers in a row that die before they finish a job end Run with
-//     an error that quotes what the last one printed.
+//   - Workers that die without having run a job (before the handshake: the
+//     program does not start, or main does not call [Init] first; or after
+//     it, while they had no job) are replaced, but five in a row stop the
+//     pool from starting workers: Run's error wraps [ErrCrashLoop] and
+//     quotes what the last one printed. The pool goes on with the workers
+//     that serve, and ends when none is left. A worker that dies under a
+//     job is not counted: the job is Aborted (or retried).
 //   - A job whose argument or result encodes to more than [MaxValueSize]
 //     fails with [ErrTooLarge]; the pool goes on.
 //   - More distinct needed items than a window has slots is safe: the
@@ -93,7 +98,9 @@
 //
 // # Workers
 //
-// [Workers](n) starts n worker processes; Workers(0) runs the very same loop
+// [Workers](n) runs up to n worker processes, started as the jobs need
+// them (one more for each ready job that no starting or free worker will
+// take); Workers(0) runs the very same loop
 // serially in a goroutine of this process, with the same statuses, events,
 // window and eviction, and [InProcess](n) in n goroutines at once, each
 // with a cache of its own, for jobs that wait on other processes. A worker whose process dies is replaced, even one

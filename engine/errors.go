@@ -42,6 +42,16 @@ var (
 	// item's build also matches, so one test covers every recovered panic.
 	ErrPanic = cachepool.ErrPanic
 
+	// ErrCrashLoop is wrapped by the error Run returns when workers died
+	// one after the other without having run a job (five of them: before
+	// the handshake, or after it while they had no job) and the pool
+	// stopped starting workers: the message gives how the last one ended,
+	// what it last printed on its standard error and, when none of them
+	// had answered the handshake, asks whether main calls [Init] first.
+	// The pool goes on with the workers that serve, and ends when none is
+	// left. A worker that dies under a job does not count (see [Retries]).
+	ErrCrashLoop = errors.New("crash loop")
+
 	// ErrTooLarge is wrapped by the error of a job whose argument or result
 	// encodes to more bytes than the pool's limit ([MaxValueSize]); the
 	// message gives both sizes. Such a job fails; the pool goes on.

@@ -27,7 +27,8 @@ const (
 	// terminated because the pool stopped early, or left the pool when it
 	// was asked to stop (a worker that joined it: see [Serve]) (Worker,
 	// PID, and the end in Err). Its place is filled again while the pool
-	// runs, but for one that joined.
+	// runs, but for one that joined, one that did not answer its handshake
+	// in time, and after a crash loop (see [ErrCrashLoop]).
 	WorkerDied
 	// WindowOverflow: the unfinished jobs need more distinct items (Items)
 	// than a window has slots (Capacity, see [WindowCapacity]); the

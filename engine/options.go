@@ -67,9 +67,18 @@ func defaultConfig() config {
 	}
 }
 
-// Workers sets the number of worker processes (default [runtime.NumCPU]).
-// Zero runs the jobs serially in this process, with the same statuses,
-// events, window and cache eviction as with workers. Negative n panics.
+// Workers sets the most worker processes the pool runs at once (default
+// [runtime.NumCPU]). They start as the jobs need them, not all when Run
+// starts: the pool starts one more worker for each job that is Queued
+// (its dependencies are met) beyond the workers that are starting or
+// free, up to n. So Workers(200) with one job starts one worker, and a
+// graph that widens, as jobs finish and release their dependents or as
+// schedulers queue more, gets more workers as it does. A worker that has
+// started serves until the pool ends, and is replaced if it dies (see
+// [StartTimeout] and [ErrCrashLoop] for the exceptions). Zero runs the
+// jobs serially in this process, in one worker there from the start, with
+// the same statuses, events, window and cache eviction as with workers.
+// Negative n panics.
 func Workers(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("engine: Workers(%d): negative", n))
@@ -77,10 +86,11 @@ func Workers(n int) Option {
 	return func(c *config) { c.workers, c.inProcess = n, false }
 }
 
-// InProcess makes the pool's n workers goroutines of this process rather
-// than worker processes: each serves its jobs one at a time, with a cache
-// of its own, the same statuses, events, window and cache eviction as a
-// worker process; InProcess(1) is [Workers](0). It suits jobs that spend
+// InProcess makes the pool's workers, at most n, goroutines of this
+// process rather than worker processes, started as the jobs need them as
+// [Workers] starts processes: each serves its jobs one at a time, with a
+// cache of its own, the same statuses, events, window and cache eviction
+// as a worker process; InProcess(1) is [Workers](0). It suits jobs that spend
 // their time waiting on something else (other processes, the network),
 // for which a worker process would only relay them: a job's argument and
 // result still cross as encoded values, but no process sits between the

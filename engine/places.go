@@ -20,6 +20,7 @@ type place struct {
 	held  refCounts // the keys of the jobs in flight on its worker
 
 	ready      bool // the worker said hello
+	refill     bool // its worker died: the next one started in it is a restart
 	joined     bool // the worker came by itself: not replaced when it goes
 	stopping   bool // asked to stop: its end is expected
 	saidBye    bool // the worker said goodbye: it ends normally
@@ -86,17 +87,81 @@ func (pl *place) setResident(rs []residentItem) {
 	}
 }
 
-// startWorker has the transport start a worker for pl, whose handshake is
-// due within the pool's start timeout. p.mu is held.
-func (s *scheduler) startWorker(pl *place) error {
-	l, err := s.tr.start(pl.index, pl.win)
-	if err != nil {
-		return err
+// growLocked chooses the places in which the loop starts workers (see
+// startWorkers): the first eager at once, then one more for each job that
+// waits for a worker (Queued, after this round's dispatch) beyond the
+// workers that will take one soon (starting, or free), up to the bound of
+// the places the scheduler makes. So a pool starts no more workers than
+// it has jobs to run at once, and starts more as its graph widens. p.mu
+// is held.
+func (s *scheduler) growLocked() {
+	p := s.p
+	if p.state != PoolRunning || s.fatal != nil || s.crashLoop != nil || p.failed || s.own >= s.bound {
+		return
 	}
-	s.attach(pl, l)
-	pl.helloBy = time.Now().Add(s.p.cfg.startTimeout)
-	pl.timer = time.AfterFunc(s.p.cfg.startTimeout, s.p.kick)
-	return nil
+	want := s.eager - s.own
+	if waiting := p.counts[Queued]; waiting > 0 {
+		for _, pl := range s.places {
+			if pl.soon() {
+				waiting--
+			}
+		}
+		want = max(want, waiting)
+	}
+	for range min(want, s.bound-s.own) {
+		pl, err := s.addPlace(nil)
+		if err != nil {
+			s.fatal = err
+			return
+		}
+		s.own++
+		s.starts = append(s.starts, pl)
+	}
+}
+
+// soon reports whether the worker of pl will take a job soon: it is to
+// start, is starting, or is free. p.mu is held.
+func (pl *place) soon() bool {
+	if pl.removed {
+		return false
+	}
+	if pl.l == nil {
+		return true // its worker is to start (startWorkers)
+	}
+	return !pl.stopping && pl.kill == nil && (!pl.ready || len(pl.inflight) == 0)
+}
+
+// startWorkers has the transport start a worker in each of pls, whose
+// handshake is due within the pool's start timeout. The starts (for a
+// worker process, a fork and exec on the spawning thread) run without
+// p.mu, so that Stats, Queue and Cancel do not wait for them; the places
+// get their links under p.mu afterwards. Only the scheduler's goroutine
+// calls it and handles the workers' messages, so none of these workers'
+// messages is handled before the worker is in its place.
+func (s *scheduler) startWorkers(pls []*place) {
+	links := make([]link, len(pls))
+	errs := make([]error, len(pls))
+	for i, pl := range pls {
+		links[i], errs[i] = s.tr.start(pl.index, pl.win)
+	}
+	p := s.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, pl := range pls {
+		if errs[i] != nil {
+			if s.fatal == nil {
+				s.fatal = errs[i]
+			}
+			continue
+		}
+		if pl.refill {
+			pl.restarts++
+			pl.refill = false
+		}
+		s.attach(pl, links[i])
+		pl.helloBy = time.Now().Add(p.cfg.startTimeout)
+		pl.timer = time.AfterFunc(p.cfg.startTimeout, p.kick)
+	}
 }
 
 // attach puts the worker of l in pl. p.mu is held.

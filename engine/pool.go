@@ -120,8 +120,9 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 	}()
 }
 
-// Run starts the workers, runs every job (and those that schedulers and
-// listeners queue meanwhile) to the end, stops the workers and returns.
+// Run starts workers as the jobs need them (see [Workers]), runs every job
+// (and those that schedulers and listeners queue meanwhile) to the end,
+// stops the workers and returns.
 // A pool runs once: a second call panics, and so does a call in a worker
 // process (main must call [Init] first).
 //
@@ -129,8 +130,10 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 // [Job.Cancel]. Otherwise it returns [errors.Join] of a [*JobError] per job
 // that failed or was aborted and per scheduler that returned an error, of
 // an error per worker that did not answer its handshake in time (see
-// [StartTimeout]), and of the context's error if it ended. Jobs cancelled
-// because a dependency did not succeed are not listed: the dependency is.
+// [StartTimeout]), of an error wrapping [ErrCrashLoop] if workers kept
+// dying before they ran a job, and of the context's error if it ended.
+// Jobs cancelled because a dependency did not succeed are not listed: the
+// dependency is.
 //
 // When ctx ends, jobs that have not started are cancelled, the workers
 // running jobs are sent SIGTERM (cancelling those jobs' contexts) and killed
@@ -182,22 +185,27 @@ func (p *Pool) Run(ctx context.Context) error {
 func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFunc) error {
 	msgs := make(chan msg, 64)
 	var tr transport
-	n := p.cfg.workers
+	// Up to n workers, eager of them at once and the others as jobs wait
+	// for them (see Workers).
+	n, eager := p.cfg.workers, 0
 	params := p.cfg.workerParams()
 	switch {
 	case p.cfg.transport != nil:
 		tr, n = p.cfg.transport(p.cfg.capacity, params, msgs)
+		eager = n
 	case p.cfg.remoteOnly > 0:
 		tr, n = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 0
 	case n == 0:
-		tr, n = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1
+		// Serial mode: its one worker, a goroutine, is there from the
+		// start, jobs or not.
+		tr, n, eager = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1, 1
 	case p.cfg.inProcess:
 		tr = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
 	default:
 		tr = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
 	}
 	s := newScheduler(p, tr, msgs)
-	err := s.start(n)
+	err := s.start(n, eager)
 	if err == nil {
 		joinCtx, stopJoiners := context.WithCancel(ctx)
 		var joiners sync.WaitGroup

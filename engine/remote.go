@@ -21,8 +21,9 @@ import (
 // of its own, admits each worker that joins with [Pool.Admit], and has the
 // worker serve with [Serve]; the window is one of its own too.
 
-// Joiner runs f while the pool runs, in a goroutine of its own, once the
-// pool's own workers have been started, with a context that ends when the
+// Joiner runs f while the pool runs, in a goroutine of its own, from the
+// start of the pool's run (its own workers start as its jobs need them,
+// see [Workers]), with a context that ends when the
 // pool stops taking jobs (before its workers are told to stop): a
 // transport that admits workers joining from elsewhere listens in f, and
 // calls [Pool.Admit] for each. Run waits for f to return.

@@ -4,7 +4,8 @@ import "github.com/poolrun/poolrun/cachepool"
 
 // Stats are a pool's figures, from [Pool.Stats].
 type Stats struct {
-	// Workers has one entry per worker place, in the order they were made.
+	// Workers has one entry per worker place, in the order they were made
+	// (as the jobs needed workers: see [Workers]).
 	Workers []WorkerStats
 	// Publishes counts the window publishes that changed a required set,
 	// over the pool's windows (one per worker place under EvictStale, one

@@ -121,12 +121,18 @@ func TestHandshakeTimeoutAll(t *testing.T) {
 func TestStalledWorkerAtTheEnd(t *testing.T) {
 	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
 	p := engine.New(engine.Workers(2))
+	// Two jobs, so that two workers start (a pool starts them as jobs
+	// wait): one stalls, the other runs both.
 	j := engine.Queue(p, square, 3)
+	k := engine.Queue(p, square, 4)
 	start := time.Now()
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := j.Result(); v != 9 {
+		t.Errorf("result %d", v)
+	}
+	if v, _ := k.Result(); v != 16 {
 		t.Errorf("result %d", v)
 	}
 	if took := time.Since(start); took > 10*time.Second {

@@ -113,7 +113,7 @@ func readReport(t *testing.T, path string) reportOf {
 }
 
 // -j 0 means serial, as --serial does, and the two together agree; -j
-// above the number of jobs starts only one worker per job.
+// above the number of jobs starts at most one worker per job.
 func TestWorkerCount(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: a\n    run: 'true'\n  - id: b\n    run: 'true'\n"), 0o644)
@@ -136,11 +136,13 @@ connections:
 	for _, tt := range []struct {
 		name    string
 		args    []string
-		workers int // the report's options.workers, and the number of worker entries (at least 1: serial has one)
+		workers int // the report's options.workers, and the most worker entries (at least 1: serial has one)
 	}{
 		{"serial and -j 0", []string{"run", "--serial", "-j", "0", "wf.yaml"}, 0},
 		{"-j 0", []string{"run", "-j", "0", "wf.yaml"}, 0},
 		{"run -j above the jobs", []string{"run", "-j", "8", "wf.yaml"}, 2},
+		// The tiny scaffold's jobs make a chain (place, then connect): the
+		// pool starts its workers as jobs wait for them, one or two.
 		{"scaffold -j above the jobs", []string{"scaffold", "-j", "8", "--config", "tiny.yaml", "--out", "out"}, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,8 +155,8 @@ connections:
 			if rep.Options.Workers != tt.workers {
 				t.Errorf("options.workers = %d, want %d", rep.Options.Workers, tt.workers)
 			}
-			if want := max(tt.workers, 1); len(rep.Workers) != want {
-				t.Errorf("%d workers in the report, want %d", len(rep.Workers), want)
+			if most := max(tt.workers, 1); len(rep.Workers) < 1 || len(rep.Workers) > most {
+				t.Errorf("%d workers in the report, want 1 to %d", len(rep.Workers), most)
 			}
 			if rep.Totals.ByStatus["succeeded"] != 2 {
 				t.Errorf("jobs: %v, want 2 succeeded", rep.Totals.ByStatus)
