@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -116,8 +117,8 @@ func (f *poolFlags) check() error {
 
 // checkCommon checks the flags that registerCommon registers: the
 // capacity's range, and that the report can be written where it is asked
-// for (its folder exists, and it is not a folder), so that a mistyped path
-// is refused before the pool runs rather than after.
+// for (see checkReportPath), so that a mistyped path or a folder that
+// cannot be written is refused before the pool runs rather than after.
 func (f *poolFlags) checkCommon() error {
 	if f.capacity < 1 || f.capacity > maxCapacity {
 		return badInputf("poolrun: --capacity %d: want a number of slots from 1 to %d", f.capacity, maxCapacity)
@@ -129,19 +130,45 @@ func (f *poolFlags) checkCommon() error {
 		return badInputf("poolrun: --timeout %v: want a duration of 0 (no limit) or more", f.timeout)
 	}
 	if f.report != "" {
-		dir := filepath.Dir(f.report)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return badInputf("poolrun: --report %s: no folder %s to write it in", f.report, dir)
+		return checkReportPath(f.report)
+	}
+	return nil
+}
+
+// checkReportPath refuses a --report path that could not be written when
+// the pool has run: one whose folder is missing or not a folder, one that
+// is a folder, and one in whose folder no file can be made (a read-only
+// folder or file system, a name too long). The last is tried for real: a
+// file of the shape of the temporary file that the report is written
+// through (see writeReport) is made in the folder and removed, since
+// asking access(2) would tell root yes where the write then fails.
+func checkReportPath(path string) error {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInputf("poolrun: --report %s: no folder %s to write it in", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return badInputf("poolrun: --report %s: is a folder; want a file name", path)
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe's name would only confuse
 		}
-		if st, err := os.Stat(f.report); err == nil && st.IsDir() {
-			return badInputf("poolrun: --report %s: is a folder; want a file name", f.report)
-		}
+		return badInputf("poolrun: --report %s: cannot write a file in %s: %v", path, dir, err)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return fmt.Errorf("poolrun: --report %s: %w", path, err)
 	}
 	return nil
 }
 
 // capWorkers lowers -j to n, the number of jobs queued before the pool
-// starts, so that no worker starts only to wait idle. n < 1 changes
+// starts: the pool never runs more workers than it has jobs (it starts
+// them as jobs need them, see engine.Workers), and the report and the
+// progress display then say how many it could run. n < 1 changes
 // nothing.
 func (f *poolFlags) capWorkers(n int) {
 	if n >= 1 && f.jobs > n {

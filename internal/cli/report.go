@@ -137,6 +137,12 @@ func loadReport(path string) (*loadedReport, error) {
 	case err != nil:
 		return nil, err // names the path
 	}
+	return decodeReport(path, data)
+}
+
+// decodeReport checks data, the contents of the report file path (which
+// the errors name), as loadReport does once it has read them.
+func decodeReport(path string, data []byte) (*loadedReport, error) {
 	// The fields that tell a pool's report from a bench's: present, not
 	// only well typed.
 	var probe struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -611,22 +612,56 @@ func TestReportOfARun(t *testing.T) {
 	}
 }
 
-// FuzzReport feeds poolrun report arbitrary files: each is refused with
-// an error that names it, or makes a well-formed page.
+// FuzzReport feeds poolrun report arbitrary contents of a report file:
+// each is refused with an error that names the file, or makes a
+// well-formed page.
+//
+// The fuzzer minimises every input that reaches new code before it goes
+// on, by a number of executions that grows with the square of the input's
+// size, for up to -fuzzminimizetime (a minute by default), and counts no
+// executions meanwhile. Each execution here costs more than the target:
+// the coverage counters of everything this package's test binary links
+// (the NATS server of package cluster among them) are cleared and
+// compared every time. With seeds of kilobytes, and each input written to
+// a file and read back, every minimisation ran until its deadline, and
+// fuzzing looked stalled. So the target
+// decodes from memory (TestLoadReport covers the reading of the file),
+// the seeds are small (and still hold every part a page draws: hosts,
+// samples, retried, failed and running jobs, jobs that never ran, a
+// result; a bench's modes, runs and budgets), and, unless the command
+// line says otherwise, minimisation stops after fuzzMinimizeTime.
 func FuzzReport(f *testing.F) {
-	pool, _ := json.Marshal(testReport())
-	bench, _ := json.Marshal(testBench())
-	f.Add(pool)
-	f.Add(bench)
+	if fuzzing() && !flagGiven("test.fuzzminimizetime") {
+		if err := flag.Set("test.fuzzminimizetime", fuzzMinimizeTime.String()); err != nil {
+			f.Fatal(err)
+		}
+	}
+	// A pool's options and totals.
+	f.Add([]byte(`{"version":1,"command":"run w","started":"2026-01-02T03:04:05Z","sample_seconds":0.1,"workers":[],"jobs":[],` +
+		`"options":{"workers":2,"retries":1,"timeout_seconds":9,"evict":"stale","affinity":true,"idle_eviction":true,"cache_budget_bytes":9},` +
+		`"totals":{"jobs":1,"by_status":{"succeeded":1},"wall_seconds":0.9,"budget_exceeded":{"jobs":1,"max_bytes":5,"worker":1,"job":1}},"result":{"c":"0"}}`))
+	// Its workers and their samples.
+	f.Add([]byte(`{"version":1,"command":"run","started":"2026-01-02T03:04:05Z","sample_seconds":0.1,"totals":{},` +
+		`"workers":[{"index":1,"pid":11,"host":"n<1>","jobs":1,"restarts":1,"samples":[{"t":0.1,"rss_bytes":9000},{"t":0.2,"cache_bytes":3000,"builds":1},{"t":0.4,"evictions":1}],"peak_rss_bytes":9000,"cache":{"builds":1,"peak_bytes":3000}},{"index":2,"pid":21}],` +
+		`"jobs":[{"id":1,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.3Z"}]}`))
+	// Its jobs: retried and failed; never run, running, with labels.
+	f.Add([]byte(`{"command":"run","started":"2026-01-02T03:04:05Z","workers":[{"index":1},{"index":2}],"totals":{"wall_seconds":0.9},"jobs":[` +
+		`{"id":1,"func":"w","labels":{"id":"a"},"status":"failed","worker":2,"started":"2026-01-02T03:04:05.2Z","ended":"2026-01-02T03:04:05.5Z","error":"<x>&","attempts":[{"worker":1,"status":"aborted","error":"d"},{"worker":2,"status":"failed"}]}]}`))
+	f.Add([]byte(`{"command":"run","started":"2026-01-02T03:04:05Z","workers":[{"index":1}],"totals":{"wall_seconds":0.9},"jobs":[{"id":2,"status":"cancelled","ended":"2026-01-02T03:04:05.5Z","error":"e"},` +
+		`{"id":3,"func":"s.c","labels":{"k":"v"},"status":"pending"},{"id":4,"func":"s.c","labels":{"k":"v"},"status":"running","worker":1,"started":"2026-01-02T03:04:05.4Z"},` +
+		`{"id":5,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.5Z"},{"id":6,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z"}]}`))
+	// A bench's runs, medians and modes.
+	f.Add([]byte(`{"command":"bench","workers":[2],"modes":["plain"],"repeat":2,"results":[{"workers":2,"modes":[{"mode":"plain","options":{"evict":"stale"},` +
+		`"runs":[{"wall_seconds":1,"builds":6,"worker_peak_cache_bytes":[5,6],"worker_peak_rss_bytes":[7],"checksum":"a"},{"wall_seconds":1.2}],"median":{"wall_seconds":1.1}}]}],"checksums_agree":false}`))
+	f.Add([]byte(`{"command":"bench","results":[{"workers":2,"modes":[{"mode":"p","runs":[{}]}]},{"workers":0,"modes":[{"mode":"p"},` +
+		`{"mode":"<b>","options":{"evict":"never","affinity":true,"idle_eviction":true},"budget_half_of_never":true,"runs":[{"cache_budget_bytes":9,"budget_exceeded_jobs":1}]},{"mode":"d","options":{"affinity":true,"idle_eviction":true}}]}],"checksums_agree":true}`))
+	// Odd values.
 	f.Add([]byte(`{"command": "run", "workers": [{"index": 3, "samples": [{"t": -1, "cache_bytes": -5, "rss_bytes": 9e18}]}], "jobs": [{"id": 1, "status": "\u0000", "worker": 9, "started": "2026-01-01T00:00:00Z"}], "totals": {"wall_seconds": 1e-300}}`))
 	f.Add([]byte(`{"version": 1, "command": "run", "workers": [], "jobs": [{"id": 1, "labels": {"id": "]]>&<"}, "attempts": [{"worker": 2, "status": "aborted"}]}], "totals": {"wall_seconds": 1e300}}`))
 	f.Add([]byte(`{"command": "bench", "results": [{"workers": 2, "modes": [{"mode": "<m>", "runs": [{"worker_peak_cache_bytes": [1, 2]}]}]}]}`))
-	path := filepath.Join(f.TempDir(), "r.json")
+	const path = "r.json"
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		l, err := loadReport(path)
+		l, err := decodeReport(path, data)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), path+": ") {
 				t.Fatalf("error %q does not name the file", err)
@@ -634,11 +669,29 @@ func FuzzReport(f *testing.F) {
 			return
 		}
 		var page bytes.Buffer
-		if err := l.render(&page, "r.json"); err != nil {
+		if err := l.render(&page, path); err != nil {
 			t.Fatal(err)
 		}
 		parsePage(t, page.Bytes())
 	})
+}
+
+// fuzzMinimizeTime bounds FuzzReport's minimisation of each input,
+// unless -fuzzminimizetime is given.
+const fuzzMinimizeTime = time.Second
+
+// fuzzing reports whether this test binary fuzzes (-fuzz), rather than
+// runs its fuzz targets' seeds as tests.
+func fuzzing() bool {
+	fl := flag.Lookup("test.fuzz")
+	return fl != nil && fl.Value.String() != ""
+}
+
+// flagGiven reports whether the flag name was given on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given
 }
 
 // TestPoolPageHosts: the page names each worker's host, in the workers'
