@@ -193,7 +193,7 @@ func startRun(t *testing.T, dir string, args ...string) (*exec.Cmd, *syncBuffer)
 
 // A run killed with SIGKILL under a job leaves that job not done: its
 // half-written output is newer than its input, and still the next run
-// runs it again.
+// runs it again. Its janitor removes the lock file it held.
 func TestKilledRunLeavesJobIncomplete(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
@@ -217,6 +217,11 @@ func TestKilledRunLeavesJobIncomplete(t *testing.T) {
 	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	// Its janitor removes the lock file it left.
+	waitFor(t, "the killed run's lock file is removed", out, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, ".wf.yaml.poolrun-lock"))
+		return os.IsNotExist(err)
+	})
 
 	r := mustRun(t, dir, "run", "-n", "wf.yaml")
 	if want := "run  slow  incomplete (the last run was cut off)\n"; !strings.Contains(r.stdout, want) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/spawn"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // JanitorEnv is the environment variable that makes a process started by
@@ -70,9 +71,11 @@ type Janitor struct {
 // spawn.SignalTagged), a few rounds until none is left, then removes this
 // process's scratch folders from the scratch root and from os.TempDir()
 // ([MakeTempDir]) with the proofs [SweepScratch] asks for, once this
-// process is gone (waiting for that a couple of seconds at most), and
-// exits 0. A command's outputs are not its business: the next run decides
-// from its files.
+// process is gone (waiting for that a couple of seconds at most), and,
+// with opts.Plan, the lock file of its workflow ([LockWorkflow]) if this
+// process held it and no other run has taken it since, and exits 0. A
+// command's outputs are not its business: the next run decides from its
+// files and the state file.
 func StartJanitor(opts Options) (*Janitor, error) {
 	root := opts.Scratch
 	if root == "" {
@@ -101,6 +104,11 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	cmd := exec.Command("/bin/sh", "-c", janitorWaiter, exe)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, OwnerEnv+"=") })
 	cmd.Env = append(cmd.Env, JanitorEnv+"="+selfTag()+":"+root)
+	if opts.Plan != nil {
+		if lock, err := filepath.Abs(workflow.LockFile(opts.Plan.wf.File)); err == nil {
+			cmd.Env = append(cmd.Env, janitorLockEnv+"="+lock)
+		}
+	}
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
 	cmd.ExtraFiles = []*os.File{prog} // descriptor 3
@@ -181,5 +189,15 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 			status = 1
 		}
 	}
+	if lock := os.Getenv(janitorLockEnv); lock != "" {
+		if err := removeDeadLock(lock, pid); err != nil {
+			fmt.Fprintf(stderr, "poolrun janitor: removing the lock file of poolrun (pid %d): %v\n", pid, err)
+			status = 1
+		}
+	}
 	return status
 }
+
+// janitorLockEnv holds, in the janitor's environment, the path of the
+// lock file of the workflow its pool's process runs.
+const janitorLockEnv = "POOLRUN_JANITOR_LOCK"

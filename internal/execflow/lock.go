@@ -139,3 +139,25 @@ func samePath(f *os.File, name string) bool {
 	b, err := os.Lstat(name)
 	return err == nil && os.SameFile(a, b)
 }
+
+// removeDeadLock removes the lock file name that process pid, which has
+// ended, held: only if no one holds its lock now and it still names pid,
+// so that a run that has taken it since keeps it. A file that is not
+// there is no error.
+func removeDeadLock(name string, pid int) error {
+	f, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil // not ours to touch
+	}
+	if flock(f, syscall.LOCK_EX|syscall.LOCK_NB) != nil || holder(f) != pid || !samePath(f, name) {
+		return nil // taken, or another's
+	}
+	return os.Remove(name)
+}

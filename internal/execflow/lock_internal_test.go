@@ -1,0 +1,82 @@
+package execflow
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/poolrun/poolrun/internal/workflow"
+)
+
+func TestLockWorkflow(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "wf.yaml")
+	name := workflow.LockFile(file)
+	first, err := LockWorkflow(context.Background(), file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flock(2) locks are per open file: a second open in this process
+	// is refused as another process's would be.
+	_, err = LockWorkflow(context.Background(), file, false)
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.PID != os.Getpid() || locked.File != file {
+		t.Fatalf("second lock: %v, want a LockedError naming pid %d", err, os.Getpid())
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("given up")
+	cancel(stop)
+	if _, err := LockWorkflow(ctx, file, true); !errors.Is(err, stop) {
+		t.Errorf("waiting with a cancelled context: %v, want its cause", err)
+	}
+	if err := first.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(name); !os.IsNotExist(err) {
+		t.Errorf("the lock file is left after Unlock: %v", err)
+	}
+	again, err := LockWorkflow(context.Background(), file, false)
+	if err != nil {
+		t.Fatalf("lock after Unlock: %v", err)
+	}
+	again.Unlock()
+}
+
+// removeDeadLock removes a lock file only when nobody holds it and it
+// names the dead process.
+func TestRemoveDeadLock(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "wf.yaml")
+	name := workflow.LockFile(file)
+	const dead = 1 << 22 // above pid_max's ceiling: no process has it
+	write := func(pid int) {
+		if err := os.WriteFile(name, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(dead + 1)
+	if err := removeDeadLock(name, dead); err != nil || !exists(name) {
+		t.Errorf("another pid's lock file: %v, exists %v; want it kept", err, exists(name))
+	}
+	l, err := LockWorkflow(context.Background(), file, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := removeDeadLock(name, os.Getpid()); err != nil || !exists(name) {
+		t.Errorf("a held lock file: %v, exists %v; want it kept", err, exists(name))
+	}
+	l.f.Close() // let go without removing it, as a killed run does
+	write(dead)
+	if err := removeDeadLock(name, dead); err != nil || exists(name) {
+		t.Errorf("a dead run's lock file: %v, exists %v; want it removed", err, exists(name))
+	}
+	if err := removeDeadLock(name, dead); err != nil {
+		t.Errorf("no lock file: %v", err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
