@@ -58,11 +58,18 @@ const runTimeout = 3 * time.Minute
 // its exit status.
 func poolrun(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	// A run that hangs fails its test, with what it printed, instead of
-	// holding the package until go test's own timeout.
+	return runCommand(t, dir, poolrunBin, args...)
+}
+
+// runCommand runs the program name with args in dir and returns what it
+// printed and its exit status. A run that hangs past runTimeout fails the
+// test, with what it printed, instead of holding the package until go
+// test's own timeout.
+func runCommand(t *testing.T, dir, name string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, poolrunBin, args...)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
@@ -72,11 +79,11 @@ func poolrun(t *testing.T, dir string, args ...string) result {
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("poolrun %v did not end within %v; it printed:\n%s%s", args, runTimeout, r.stdout, r.stderr)
+		t.Fatalf("%s %v did not end within %v; it printed:\n%s%s", name, args, runTimeout, r.stdout, r.stderr)
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("poolrun %v: %v", args, err)
+		t.Fatalf("%s %v: %v", name, args, err)
 	}
 	return r
 }

@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A --report that could not be written is refused with exit status 2,
@@ -136,29 +133,4 @@ func entries(t *testing.T, dir string) []string {
 		names = append(names, de.Name())
 	}
 	return names
-}
-
-// runCommand runs name with args in dir, as poolrun runs the binary, and
-// returns what it printed and its exit status.
-func runCommand(t *testing.T, dir, name string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("%s %v did not end within %v; it printed:\n%s%s", name, args, runTimeout, r.stdout, r.stderr)
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%s %v: %v", name, args, err)
-	}
-	return r
 }
