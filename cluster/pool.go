@@ -194,7 +194,9 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 }
 
 // watchPings ends the replies of worker id (so that the pool takes it for
-// gone) when its pings stop for silentFor, or ctx ends.
+// gone) when neither its pings nor its replies have come for silentFor, or
+// ctx ends. Replies count: a reply of many messages may hold the pings
+// back in the worker's connection.
 func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader) {
 	heard := make(chan struct{}, 1)
 	sub, err := nc.Subscribe(workerSubject(id, "ping"), func(*nats.Msg) {
@@ -208,15 +210,23 @@ func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader
 		return
 	}
 	defer sub.Unsubscribe()
-	t := time.NewTimer(silentFor)
-	defer t.Stop()
+	// Replies are counted at each tick: one that came since the last
+	// counts as word from the worker then.
+	tick := time.NewTicker(pingEvery)
+	defer tick.Stop()
+	last, replies := time.Now(), rep.heard()
 	for {
 		select {
 		case <-heard:
-			t.Reset(silentFor)
-		case <-t.C:
-			rep.closeWith(fmt.Errorf("no word from it for %v", silentFor))
-			return
+			last = time.Now()
+		case now := <-tick.C:
+			if n := rep.heard(); n != replies {
+				replies, last = n, now
+			}
+			if now.Sub(last) >= silentFor {
+				rep.closeWith(fmt.Errorf("no word from it for %v", silentFor))
+				return
+			}
 		case <-ctx.Done():
 			return
 		}

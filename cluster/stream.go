@@ -168,6 +168,15 @@ func (r *streamReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// heard counts the messages of the stream that reached this process:
+// those read and those waiting in the client. A worker busy sending a
+// large reply is not silent, though its pings queue behind the reply.
+func (r *streamReader) heard() int64 {
+	delivered, _ := r.sub.Delivered()
+	pending, _, _ := r.sub.Pending()
+	return delivered + int64(pending)
+}
+
 // closeWith closes r for a reason, which a Read waiting returns.
 func (r *streamReader) closeWith(why error) error {
 	r.mu.Lock()
