@@ -57,9 +57,12 @@ func TestStatsWhileWorkersComeAndGo(t *testing.T) {
 			t.Errorf("job %d: %d, %v", j.ID(), v, err)
 		}
 	}
+	// A worker is started again only while jobs wait for one: the other
+	// may have run every job left behind the last kill before the pool
+	// saw the death, so the restarts are 1 to kills.
 	tot := p.Stats().Total()
-	if tot.Restarts != kills || tot.Jobs != 200 {
-		t.Errorf("restarts %d, jobs %d; want %d and 200", tot.Restarts, tot.Jobs, kills)
+	if tot.Restarts < 1 || tot.Restarts > kills || tot.Jobs != 200 {
+		t.Errorf("restarts %d, jobs %d; want 1 to %d and 200", tot.Restarts, tot.Jobs, kills)
 	}
 	t.Logf("%d reads of Stats while the pool ran", reads)
 }
