@@ -19,6 +19,15 @@
 //     item, through the pool: jobs/s.
 //   - BenchmarkSnapshot: a worker's copy of the window, with the writer
 //     idle and with a writer publishing in another process.
+//   - BenchmarkHold: the ways of holding items (plain, per-worker eviction,
+//     affinity, idle eviction, all of them, never, each-job, a budget) on
+//     the scaffold, the cerebellum example and a phased workload, at 2 and
+//     4 workers: builds, the peak of the summed cache, stale byte-seconds.
+//   - BenchmarkCodec: a job argument of the shape of poolrun run's,
+//     encoded with gob or with its own MarshalBinary: jobs/s.
+//   - BenchmarkVersusMake and BenchmarkForkWait: poolrun run -j 2 against
+//     make -j2 on 1,000 jobs of true, and what a Go process pays to wait
+//     for its children; skipped where make is not installed.
 //   - BenchmarkClusterDispatch and BenchmarkClusterWorkers: no-op jobs on
 //     remote workers that join over loopback (package cluster), against
 //     local workers over pipes in the same op, and with 1 to 16 remote
@@ -29,7 +38,8 @@
 // counts against rescanning every job on each completion) needs the
 // engine's internals and is measured in package engine:
 // BenchmarkRequiredSet in engine/bench_internal_test.go. README.md beside
-// this file says how to run and compare, and shows measured figures.
+// this file has the current figures of every group, each with the command
+// that prints it.
 //
 // The test binary starts worker processes (it is its own worker: TestMain
 // calls engine.Init first), for BenchmarkSnapshot a publisher process, and

@@ -106,53 +106,29 @@
 // it drops the stream. A larger value fails its job with an error wrapping
 // engine.ErrTooLarge that gives both sizes; the pool goes on.
 //
-// Figures measured on loopback, on a 2-core virtual machine shared with
-// other work (load average 8–10 while measuring: the local pool's own
-// no-op rate over pipes was a quarter of its figure on a quiet day), with
-// every worker a process of its own on the same host (bench/README.md has
-// the tables and the commands):
+// # Scale
 //
-//	remote workers                       1        2        4        8       16
-//	no-op jobs/s (3 runs)           26–47k   24–41k   27–33k   24–30k   23–24k
-//	window change seen, median      0.15 ms  0.24 ms  0.50 ms  1.1 ms   1.3–2.3 ms
-//	window change seen by all, p50  0.15 ms  0.31 ms  0.79 ms  1.9 ms   2.5–4.3 ms
-//
-// The jobs/s are bench's BenchmarkClusterWorkers; with 2 workers of each
-// in the same runs (BenchmarkClusterDispatch), the cluster's rate over the
-// pipes' was 0.87 (median of 6; 0.51–1.28). The window's times are
-// BenchmarkWindowSeen here, from the start of a change of the required set
-// to a worker seeing its generation.
-//
-// # At 1,000 workers
-//
-// Three things limit a pool of 1,000 remote workers, in this order:
+// What limits a pool of many remote workers, in this order:
 //
 //   - The window's fan-out. Every worker has its own entry, and the pool
 //     publishes a changed set to each with a JetStream put, one after the
 //     other, each waiting for its acknowledgement, while the scheduler's
-//     lock is held. The time to the last worker grows linearly with the
-//     workers: 0.15 ms at 1, 2.5–4.3 ms at 16 above, so 150–250 ms a change
-//     at 1,000, during which nothing is dispatched. With the default
+//     lock is held: the time to the last worker grows linearly with the
+//     workers, and nothing is dispatched meanwhile. With the default
 //     engine.EvictStale every entry is written when the items of the jobs
 //     not yet sent change, and one worker's when only the items of its own
-//     jobs do; a workflow whose jobs free items often would be bound by
-//     this, not by its jobs.
-//   - Subjects and connections. 4 subjects and one connection per worker:
-//     4,000 subscriptions and 1,000 TCP (or TLS) connections on one
-//     embedded server, plus a key-value watch per worker; and the pool's
-//     one connection carries every worker's streams and pings (2,000 pings
-//     a second).
-//   - The scheduler. One dispatch loop in the pool's process sends every
-//     job and takes every reply: 23–47k no-op jobs/s here, falling slowly
-//     as workers are added. At 25,000 jobs/s and 1,000 workers, jobs
-//     shorter than about 40 ms would leave workers waiting for the pool.
+//     jobs do.
+//   - Subjects and connections: 4 subjects, one connection and one
+//     key-value watch per worker on one embedded server, and the pool's one
+//     connection carries every worker's streams and pings.
+//   - The scheduler: one dispatch loop in the pool's process sends every
+//     job and takes every reply, so short jobs on many workers wait for
+//     the pool.
 //
-// What would change at that scale: one window watcher per host, which
-// follows the pool's set and writes the shared-memory window of that host's
-// workers (fan-out grows with hosts, not workers, and local workers read
-// the window as they do today); publishes that do not wait for each
-// acknowledgement, or outside the scheduler's lock; subjects per host
-// rather than per worker (one jobs subject per host, with the worker in the
-// frame); and batches of jobs per message to a host, so that the dispatch
-// loop pays per batch rather than per job.
+// What would lift them: one window watcher per host that writes the
+// shared-memory window of that host's workers (fan-out grows with hosts,
+// not workers); publishes outside the scheduler's lock; subjects per host
+// rather than per worker; and batches of jobs per message to a host. The
+// figures (jobs/s by worker count, the time for a change of the window to
+// reach the workers) are in bench/README.md, with their commands.
 package cluster

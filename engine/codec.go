@@ -13,10 +13,9 @@ import (
 // encoding/gob values of the registered function's types; a type that
 // implements encoding.BinaryMarshaler and whose pointer implements
 // encoding.BinaryUnmarshaler crosses as the bytes of its own methods
-// instead (see Register). Gob sends a description of the type with every
-// value and compiles a decoder for it on every decode; for the argument
-// of a job that takes a millisecond, that is a tenth of its worker's
-// time.
+// instead. Gob sends a description of the type with every value and
+// compiles a decoder for it on every decode, which a short job pays in
+// full each time (bench/README.md, Codec).
 
 // binaryCodec reports whether values of T cross as the bytes of their
 // own MarshalBinary and UnmarshalBinary.

@@ -7,8 +7,10 @@
 //
 // A job calls a function registered by name at package initialisation with
 // [Register], so that a worker process (the same binary, re-executed) finds
-// it by that name. Arguments and results travel between processes with
-// encoding/gob. A function may declare the cache items all its jobs need
+// it by that name. Arguments and results travel between processes as
+// encoding/gob values; a type that implements [encoding.BinaryMarshaler]
+// and whose pointer implements [encoding.BinaryUnmarshaler] travels as the
+// bytes of those methods instead, which costs less per job. A function may declare the cache items all its jobs need
 // ([Uses]); a job may add more ([Needs]) and wait for others ([After]).
 //
 //	var square = engine.Register("square", func(ctx context.Context, x int) (int, error) {
@@ -125,23 +127,4 @@
 // "engine: " (a second [Pool.Run], [Pool.Go] after Run returned, an option
 // out of range, registering a name twice); what goes wrong while a pool
 // runs is an error.
-//
-// # Where things are
-//
-// One file for each concern. The API: options.go (pool options),
-// registry.go (registered functions), job.go (Queue, Job and its options),
-// pool.go (Pool, New, Go, Run), status.go (statuses and pool states),
-// events.go (events and their delivery), stats.go (figures), errors.go,
-// policy.go (eviction policies). The parent's machinery: graph.go (the job
-// graph and the per-key reference counts), queue.go (the ready queue),
-// dispatch.go (the scheduler: publish, dispatch, replies, deaths,
-// timeouts, cancels and silence, shutdown), places.go (worker places and handshake deadlines). The seam:
-// transport.go (the typed messages between the scheduler and a worker, and
-// the interfaces a transport implements) and window.go (the window as the
-// parent publishes it and as a worker sees it). The pipe transport:
-// pipes.go (worker processes over pipes, and serial mode and InProcess
-// over pipes in memory, mempipe.go), wire.go (its
-// frame codec), codec.go (the gob codec of values), proc_linux.go (how a
-// worker process is started), output.go (a worker's output, passed on in whole lines). The worker: process.go (the process entry,
-// Init), serve.go (the serve loop), evict.go (the eviction runner).
 package engine

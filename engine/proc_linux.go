@@ -16,8 +16,8 @@ import (
 // (see pipeLink.wait). Workers are started by internal/spawn, from a
 // thread that lives as long as the parent, so that the signal fires when
 // the parent dies and not before. (Not a session of their own: the kernel
-// then schedules each as a group of its own, autogroup, and a worker's
-// round trips with the parent slow down by half.)
+// then schedules each as a group of its own, autogroup, which slows a
+// worker's round trips with its parent.)
 func workerSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 }

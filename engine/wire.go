@@ -414,8 +414,8 @@ func newFrameReader(r io.Reader) *frameReader {
 	size := 64 << 10 // few system calls on an OS pipe
 	if _, ok := r.(*memPipeReader); ok {
 		// A read from memory costs a copy: a small buffer does as well,
-		// and a pool of two in-process workers, which has three such
-		// readers a worker, allocated 384 KiB of them.
+		// and an in-process worker has three such readers, each of
+		// which would otherwise hold the OS pipe's size.
 		size = 4 << 10
 	}
 	return &frameReader{r: bufio.NewReaderSize(r, size)}

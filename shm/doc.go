@@ -40,7 +40,9 @@
 // within microseconds without spinning. Readers cannot tell the writer that
 // they wait (their mapping is read-only), so every publish that changes the
 // set makes the wake-up system call, waiters or not. Elsewhere waiters poll
-// every millisecond.
+// every millisecond. On the writer's own window a waiter sleeps in the Go
+// scheduler instead, as on a channel. [Window.Nudge] makes waiters return
+// early.
 //
 // # Capacity and overflow
 //
