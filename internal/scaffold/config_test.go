@@ -391,8 +391,8 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = scaffold.LoadConfig(over)
-	if !errors.Is(err, scaffold.ErrConfigTooLarge) {
-		t.Errorf("LoadConfig(%s) = %v, want ErrConfigTooLarge", over, err)
+	if !errors.Is(err, regfile.ErrTooLarge) {
+		t.Errorf("LoadConfig(%s) = %v, want regfile.ErrTooLarge", over, err)
 	} else if !strings.HasPrefix(err.Error(), over+": ") || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "16777217 bytes") {
 		t.Errorf("error %q does not name the file, its size and the limit", err)
 	}

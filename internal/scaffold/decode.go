@@ -24,15 +24,11 @@ const MaxConfigSize = 16 << 20
 // names the path, says what it is and matches [regfile.ErrNotRegular]. If
 // the file cannot be read it returns the error of opening or reading it,
 // which names the path; if it holds more than [MaxConfigSize] bytes, an
-// error that names the path, gives its size and matches
-// [ErrConfigTooLarge].
+// error that names the path, gives its size and the limit and matches
+// [regfile.ErrTooLarge].
 func LoadConfig(path string) (*Config, error) {
 	data, err := regfile.ReadFile(path, MaxConfigSize)
-	var big *regfile.TooLargeError
-	switch {
-	case errors.As(err, &big):
-		return nil, fmt.Errorf("%s: %w: it holds %d bytes", path, ErrConfigTooLarge, big.Size)
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
 	return ParseConfig(path, data)

@@ -9,7 +9,7 @@
 // a box cut into a grid of chunks, cell types with densities, and connection
 // rules "from type, to type, within a maximum distance". [LoadConfig] reads
 // one from a regular file of at most [MaxConfigSize] (16 MiB), refusing a
-// larger file with [ErrConfigTooLarge] before reading it, and a named
+// larger file with [regfile.ErrTooLarge] before reading it, and a named
 // pipe, a device (an endless one such as /dev/zero) or a directory at
 // once. A run is:
 //

@@ -21,10 +21,6 @@ var ErrBadChunk = errors.New("scaffold: chunk not in the configuration's grid")
 // configuration, or read before the job that writes it finished.
 var ErrBadFile = errors.New("scaffold: bad output file")
 
-// ErrConfigTooLarge is returned by [LoadConfig] when the file holds more
-// than [MaxConfigSize] bytes.
-var ErrConfigTooLarge = fmt.Errorf("scaffold: configuration file larger than the limit of %d MiB (scaffold.MaxConfigSize)", MaxConfigSize>>20)
-
 // ErrWrongIndex is returned by [Connect] when the index it is given is not the
 // index of the rule's source type under the same configuration.
 var ErrWrongIndex = errors.New("scaffold: index does not match the rule")
