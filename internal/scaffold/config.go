@@ -277,6 +277,19 @@ func (c *Config) problems() []problem {
 	add := func(path, format string, args ...any) {
 		ps = append(ps, problem{path, fmt.Sprintf(format, args...)})
 	}
+	// checkName checks the name of element i of the list at field list, whose
+	// elements are of a kind ("cell type"), and records it in seen.
+	checkName := func(list, kind string, i int, name string, seen map[string]int) {
+		p := fmt.Sprintf("%s[%d].name", list, i)
+		switch j, dup := seen[name]; {
+		case !validName(name):
+			add(p, "%s name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", kind, name)
+		case dup:
+			add(p, "%s %q is defined twice (%s[%d] and [%d])", kind, name, list, j, i)
+		default:
+			seen[name] = i
+		}
+	}
 	axes := [3]string{"x", "y", "z"}
 	boxOK := true
 	for d := range 3 {
@@ -316,14 +329,7 @@ func (c *Config) problems() []problem {
 	types := map[string]int{}
 	for i, t := range c.CellTypes {
 		p := fmt.Sprintf("cell_types[%d]", i)
-		switch j, dup := types[t.Name]; {
-		case !validName(t.Name):
-			add(p+".name", "cell type name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", t.Name)
-		case dup:
-			add(p+".name", "cell type %q is defined twice (cell_types[%d] and [%d])", t.Name, j, i)
-		default:
-			types[t.Name] = i
-		}
+		checkName("cell_types", "cell type", i, t.Name, types)
 		if !finitePositive(t.Density) {
 			add(p+".density", "cell type %q: density must be a positive number of cells per mm³, got %v", t.Name, t.Density)
 		} else if boxOK {
@@ -355,14 +361,7 @@ func (c *Config) problems() []problem {
 	rules := map[string]int{}
 	for i, r := range c.Rules {
 		p := fmt.Sprintf("connections[%d]", i)
-		switch j, dup := rules[r.Name]; {
-		case !validName(r.Name):
-			add(p+".name", "connection name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", r.Name)
-		case dup:
-			add(p+".name", "connection %q is defined twice (connections[%d] and [%d])", r.Name, j, i)
-		default:
-			rules[r.Name] = i
-		}
+		checkName("connections", "connection", i, r.Name, rules)
 		if _, ok := types[r.From]; !ok {
 			add(p+".from", "connection %q: from: unknown cell type %q (known: %s)", r.Name, r.From, known())
 		}
