@@ -539,14 +539,37 @@ func recoverPanic(f func()) (msg string) {
 	return ""
 }
 
+// A misuse is a call that must panic with a message that holds each of
+// want.
+type misuse struct {
+	name string
+	f    func()
+	want []string // substrings of the panic message
+}
+
+// checkPanics makes each call of tests, as a subtest, and checks its
+// panic.
+func checkPanics(t *testing.T, tests []misuse) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := recoverPanic(tt.f)
+			if msg == "" {
+				t.Fatal("no panic")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("panic %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
 func TestDefineMisuse(t *testing.T) {
 	name := uniqueName(t, "dup")
 	cachepool.Define(name, (&counter{}).build) // first definition: line A
-	tests := []struct {
-		name string
-		f    func()
-		want []string // substrings of the panic message
-	}{
+	tests := []misuse{
 		{
 			name: "same name",
 			f:    func() { cachepool.Define(name, func(context.Context) (string, error) { return "", nil }) },
@@ -600,19 +623,7 @@ func TestDefineMisuse(t *testing.T) {
 			want: []string{"cachepool:", "not made by Define"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			msg := recoverPanic(tt.f)
-			if msg == "" {
-				t.Fatal("no panic")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("panic %q does not contain %q", msg, w)
-				}
-			}
-		})
-	}
+	checkPanics(t, tests)
 	// The failed definitions left the registry as it was.
 	if h, ok := cachepool.Lookup(cachepool.Key(name)); !ok || h.Name() != name {
 		t.Errorf("Lookup after the duplicate = %v, %v; want the first definition", h, ok)

@@ -123,11 +123,7 @@ func TestFamilyNamesAndMisuse(t *testing.T) {
 	static := cachepool.Define(taken+":x", func(context.Context) (int, error) { return 0, nil })
 	clash := cachepool.DefineFamily(taken, func(ctx context.Context, p string) (int, error) { return 0, nil })
 
-	tests := []struct {
-		name string
-		f    func()
-		want []string
-	}{
+	tests := []misuse{
 		{
 			name: "duplicate prefix",
 			f:    func() { cachepool.DefineFamily(dupPrefix, build) },
@@ -191,19 +187,7 @@ func TestFamilyNamesAndMisuse(t *testing.T) {
 			want: []string{"MemberName given twice"},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			msg := recoverPanic(tt.f)
-			if msg == "" {
-				t.Fatal("no panic")
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("panic %q does not contain %q", msg, w)
-				}
-			}
-		})
-	}
+	checkPanics(t, tests)
 	if h, ok := cachepool.Lookup(cachepool.Key(taken + ":x")); !ok || h != cachepool.Handle(static) {
 		t.Errorf("the clash replaced the static item in the registry: %v", h)
 	}

@@ -110,16 +110,7 @@ func testClusterPool(t *testing.T, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var workers []*exec.Cmd
-	for range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		workers = append(workers, cmd)
-	}
+	workers := startWorkers(t, joinFile, 3)
 	p := engine.New(engine.Workers(0), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 400 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // The soak (issue 11, Load): many small jobs on more workers than cores,
@@ -274,17 +276,13 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 // openFDs lists this process's open descriptors, each with what it is.
 func openFDs(t *testing.T) []string {
-	ents, err := os.ReadDir("/proc/self/fd")
+	held, err := proctest.FDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fds []string
-	for _, e := range ents {
-		target, err := os.Readlink("/proc/self/fd/" + e.Name())
-		if err != nil {
-			continue // the directory's own descriptor, closed by now
-		}
-		fds = append(fds, e.Name()+" -> "+target)
+	for fd, target := range held {
+		fds = append(fds, strconv.Itoa(fd)+" -> "+target)
 	}
 	slices.Sort(fds)
 	return fds

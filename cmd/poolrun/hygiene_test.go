@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
@@ -60,24 +58,6 @@ func killAll(t *testing.T, args ...string) {
 	})
 }
 
-// state returns the state of process pid (/proc/PID/stat), or "".
-func state(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
-}
-
 // waitStopped waits, for a generous while, until every pid is stopped,
 // and fails the test for those that are not. Stopped is state T, or D with
 // a child in T: a shell that waits in vfork for a child stopped before its
@@ -85,12 +65,12 @@ func state(pid int) string {
 func waitStopped(t *testing.T, what string, pids ...int) {
 	t.Helper()
 	stopped := func(pid int) bool {
-		switch state(pid) {
+		switch proctest.State(pid) {
 		case "T":
 			return true
 		case "D":
 			for _, c := range proctest.Children(pid) {
-				if state(c) == "T" {
+				if proctest.State(c) == "T" {
 					return true
 				}
 			}
@@ -103,7 +83,7 @@ func waitStopped(t *testing.T, what string, pids ...int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if !stopped(pid) {
-			t.Errorf("%s %d is in state %q, not stopped (T)", what, pid, state(pid))
+			t.Errorf("%s %d is in state %q, not stopped (T)", what, pid, proctest.State(pid))
 		}
 	}
 }
@@ -228,7 +208,7 @@ func TestCtrlZStopsCommands(t *testing.T) {
 					t.Fatalf("poolrun: %v\n%s", err, out)
 				}
 			case <-time.After(60 * time.Second):
-				t.Fatalf("poolrun did not end within a minute of SIGCONT (state %q; the sleep's %q)", state(cmd.Process.Pid), state(sleeps[0]))
+				t.Fatalf("poolrun did not end within a minute of SIGCONT (state %q; the sleep's %q)", proctest.State(cmd.Process.Pid), proctest.State(sleeps[0]))
 			}
 			if _, err := os.Stat(filepath.Join(dir, "done.txt")); err != nil {
 				t.Errorf("the command did not complete: %v", err)
@@ -413,7 +393,10 @@ func TestCommandsInheritNothing(t *testing.T) {
 			// Descriptors that this test process inherited without
 			// close-on-exec from whatever started it pass to every child,
 			// poolrun first: they are the environment's, not poolrun's.
-			outside := inheritedFDs(t)
+			outside, err := proctest.InheritedFDs()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var fds []string
 			for _, l := range strings.Split(string(data), "\n") {
 				if link, target, ok := strings.Cut(l, " -> "); ok {
@@ -449,31 +432,6 @@ func TestCommandsInheritNothing(t *testing.T) {
 			}
 		})
 	}
-}
-
-// inheritedFDs returns the target of each descriptor above 2 that this
-// process holds without close-on-exec, by number.
-func inheritedFDs(t *testing.T) map[int]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fds := map[int]string{}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil || flags&unix.FD_CLOEXEC != 0 {
-			continue // the folder's own descriptor, closed by now
-		}
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[fd] = target
-		}
-	}
-	return fds
 }
 
 // TestBenchTempFolderSwept kills poolrun bench with SIGKILL while it runs:

@@ -69,7 +69,7 @@ func TestInspectRun(t *testing.T) {
 		// The job's command, not the item's build (which ends at once),
 		// nor the janitor.
 		for _, c := range proctest.Children(parent) {
-			if cl, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline"); strings.Contains(strings.ReplaceAll(string(cl), "\x00", " "), "sleep 20") {
+			if strings.Contains(strings.Join(proctest.Cmdline(c), " "), "sleep 20") {
 				job = c
 			}
 		}

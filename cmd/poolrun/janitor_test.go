@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,8 +38,7 @@ func procsWithEnv(entry string) []int {
 func janitorOf(t *testing.T, pid int) int {
 	t.Helper()
 	for _, c := range proctest.Children(pid) {
-		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c))
-		if bytes.Contains(append([]byte{0}, env...), []byte("\x00"+execflow.JanitorEnv+"=")) {
+		if slices.ContainsFunc(proctest.Environ(c), func(e string) bool { return strings.HasPrefix(e, execflow.JanitorEnv+"=") }) {
 			return c
 		}
 	}

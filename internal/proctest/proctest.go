@@ -1,5 +1,7 @@
 // Package proctest has helpers for tests that watch processes through
-// /proc: whether a process is alive, its children, waiting for them to go.
+// /proc: whether a process is alive, its state, children, command line and
+// environment, the processes that match a test, waiting for them to go,
+// and the descriptors this process holds.
 package proctest
 
 import (
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // stat returns the state and parent of process pid from /proc/PID/stat.
@@ -29,6 +33,13 @@ func stat(pid int) (state string, ppid int, ok bool) {
 		return "", 0, false
 	}
 	return state, ppid, true
+}
+
+// State returns the state of process pid as /proc/PID/stat gives it ("R",
+// "S", "D", "T", "Z", ...), or "" if there is no such process.
+func State(pid int) string {
+	state, _, _ := stat(pid)
+	return state
 }
 
 // Alive reports whether pid is a running process (not a zombie).
@@ -109,4 +120,59 @@ func Find(name string, match func(data []byte) bool) []int {
 		}
 	}
 	return pids
+}
+
+// Cmdline returns the arguments of process pid, from /proc/PID/cmdline, or
+// nil if there is no such process or it has none (a zombie).
+func Cmdline(pid int) []string { return fields(pid, "cmdline") }
+
+// Environ returns the environment of process pid, from /proc/PID/environ,
+// or nil if there is no such process or it cannot be read (another user's).
+func Environ(pid int) []string { return fields(pid, "environ") }
+
+// fields returns the NUL-ended strings of the file name of pid's folder in
+// /proc.
+func fields(pid int, name string) []string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), name))
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+}
+
+// FDs returns the descriptors this process holds open, by number, each
+// with what it names: the target of its link in /proc/self/fd.
+func FDs() (map[int]string, error) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	fds := map[int]string{}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// The folder's own descriptor is closed by now and has no link.
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil {
+			fds[fd] = target
+		}
+	}
+	return fds, nil
+}
+
+// InheritedFDs returns those of [FDs] above 2 that are not close-on-exec:
+// the descriptors a child started now would inherit beyond its standard
+// ones.
+func InheritedFDs() (map[int]string, error) {
+	fds, err := FDs()
+	if err != nil {
+		return nil, err
+	}
+	for fd := range fds {
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); fd <= 2 || err != nil || flags&unix.FD_CLOEXEC != 0 {
+			delete(fds, fd)
+		}
+	}
+	return fds, nil
 }

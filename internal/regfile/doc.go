@@ -23,5 +23,4 @@
 // [ErrTooLarge]. Both name the path. Any other error is that of
 // [os.OpenFile] or of reading, which names the path too; a missing file
 // matches [io/fs.ErrNotExist].
-
 package regfile

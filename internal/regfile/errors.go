@@ -57,9 +57,16 @@ type TooLargeError struct {
 	Limit int64 // the limit given to ReadFile
 }
 
-// Error returns "PATH: SIZE bytes, more than the limit of LIMIT".
+// Error returns "PATH: SIZE bytes, more than the limit of LIMIT", LIMIT
+// in MiB where it is a whole number of them ("16 MiB"), in bytes
+// otherwise ("5 bytes"): a message for the user who named the file.
 func (e *TooLargeError) Error() string {
-	return e.Path + ": " + strconv.FormatInt(e.Size, 10) + " bytes, more than the limit of " + strconv.FormatInt(e.Limit, 10)
+	const mib = 1 << 20
+	limit := strconv.FormatInt(e.Limit, 10) + " bytes"
+	if e.Limit >= mib && e.Limit%mib == 0 {
+		limit = strconv.FormatInt(e.Limit/mib, 10) + " MiB"
+	}
+	return e.Path + ": " + strconv.FormatInt(e.Size, 10) + " bytes, more than the limit of " + limit
 }
 
 // Is reports whether target is [ErrTooLarge].

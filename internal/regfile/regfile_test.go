@@ -105,7 +105,7 @@ func TestReadFile(t *testing.T) {
 		{name: "at the limit", path: hello, limit: 6, want: "hello\n"},
 		{name: "empty, limit 0", path: empty, limit: 0},
 		{name: "a link to a regular file", path: link, limit: 100, want: "hello\n"},
-		{name: "over the limit", path: hello, limit: 5, err: regfile.ErrTooLarge, says: "6 bytes, more than the limit of 5"},
+		{name: "over the limit", path: hello, limit: 5, err: regfile.ErrTooLarge, says: "6 bytes, more than the limit of 5 bytes"},
 		{name: "missing", path: filepath.Join(dir, "none"), limit: 100, err: fs.ErrNotExist},
 		{name: "directory", path: dir, limit: 100, err: regfile.ErrNotRegular, says: "is a directory, not a regular file"},
 		{name: "FIFO", path: fifo, limit: 100, err: regfile.ErrNotRegular, says: "is a named pipe (FIFO), not a regular file"},
@@ -156,6 +156,9 @@ func TestReadFileSizeFirst(t *testing.T) {
 	var big *regfile.TooLargeError
 	if !errors.As(err, &big) || big.Size != limit+1 || big.Limit != limit || big.Path != path {
 		t.Fatalf("ReadFile = %v; want a *TooLargeError of %s, size %d, limit %d", err, path, limit+1, limit)
+	}
+	if want := path + ": 67108865 bytes, more than the limit of 64 MiB"; err.Error() != want {
+		t.Errorf("error %q; want %q (a limit of whole MiB in MiB)", err, want)
 	}
 	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 		t.Errorf("ReadFile allocated %d bytes to refuse a file of %d: it read the file", got, limit+1)

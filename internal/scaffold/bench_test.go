@@ -1,11 +1,9 @@
-package scaffold_test
+package scaffold
 
 import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // scales is the table of workload sizes the benchmarks share, as factors of
@@ -24,7 +22,7 @@ func BenchmarkWorkload(b *testing.B) {
 			if testing.Short() && f > 0.1 {
 				b.Skip("-short")
 			}
-			cfg := scaffold.Default().Scaled(f)
+			cfg := Default().Scaled(f)
 			dir := b.TempDir()
 			var st runStats
 			for b.Loop() {
@@ -43,7 +41,7 @@ func BenchmarkWorkload(b *testing.B) {
 				b.Logf("%-24s %4d jobs %10d connections %8.0f ms", rule, st.connJobs[rule], st.conns[rule], float64(d.Milliseconds()))
 			}
 			for _, t := range cfg.CellTypes {
-				n, _ := cfg.Cells(t.Name)
+				n, _ := cfg.cells(t.Name)
 				b.Logf("%-24s %10d cells", t.Name, n)
 			}
 			var build time.Duration

@@ -1,25 +1,23 @@
-package scaffold_test
+package scaffold
 
 import (
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // cerebellumFile is the example configuration with phases of cache items.
 var cerebellumFile = filepath.Join("..", "..", "examples", "scaffold-cerebellum.yaml")
 
 // loadCerebellum parses and validates the example with the package's loader.
-func loadCerebellum(t *testing.T) *scaffold.Config {
+func loadCerebellum(t *testing.T) *Config {
 	t.Helper()
 	data, err := os.ReadFile(cerebellumFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := scaffold.ParseConfig(cerebellumFile, data)
+	cfg, err := ParseConfig(cerebellumFile, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +39,7 @@ type phase struct {
 // dispatches ready jobs in about the order they were queued (oldest first,
 // within a bounded look-ahead), so rule order is the order in which the
 // indexes are needed.
-func phases(cfg *scaffold.Config) []phase {
+func phases(cfg *Config) []phase {
 	var out []phase
 	at := map[string]int{}
 	for i, r := range cfg.Rules {
@@ -100,7 +98,7 @@ func TestCerebellumPhasesFreeMemory(t *testing.T) {
 	const mib = 1 << 20
 	var large []string
 	for _, typ := range cfg.SourceTypes() {
-		n, err := cfg.Cells(typ)
+		n, err := cfg.cells(typ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,11 +115,11 @@ func TestCerebellumPhasesFreeMemory(t *testing.T) {
 	bytes := map[string]int64{}
 	for _, typ := range small.SourceTypes() {
 		for _, ch := range small.Chunks() {
-			if _, err := scaffold.Place(small, typ, ch, dir); err != nil {
+			if _, err := Place(small, typ, ch, dir); err != nil {
 				t.Fatal(err)
 			}
 		}
-		ix, err := scaffold.BuildIndex(small, typ, dir, 0)
+		ix, err := BuildIndex(small, typ, dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,13 +30,13 @@ func (c *Config) outputs() ([]outputFile, error) {
 			return nil, err
 		}
 		for j, ch := range chunks {
-			rel := filepath.ToSlash(PlacementPath("", t.Name, ch))
+			rel := filepath.ToSlash(placementPath("", t.Name, ch))
 			out = append(out, outputFile{rel, placeMagic, counts[j], placeRecord, i})
 		}
 	}
 	for i, r := range c.Rules {
 		for _, ch := range chunks {
-			rel := filepath.ToSlash(ConnectivityPath("", r.Name, ch))
+			rel := filepath.ToSlash(connectivityPath("", r.Name, ch))
 			out = append(out, outputFile{rel, connMagic, -1, connRecord, i})
 		}
 	}

@@ -14,13 +14,13 @@ import (
 //go:embed default.yaml
 var defaultYAML []byte
 
-// MaxChunks is the largest number of chunks a configuration may cut its box
+// maxChunks is the largest number of chunks a configuration may cut its box
 // into. Every chunk is a job and a file per cell type and per rule.
-const MaxChunks = 1 << 16
+const maxChunks = 1 << 16
 
-// MaxCellsPerType is the largest number of cells of one type a configuration
+// maxCellsPerType is the largest number of cells of one type a configuration
 // may ask for: global ids are uint32.
-const MaxCellsPerType = math.MaxUint32 - MaxChunks
+const maxCellsPerType = math.MaxUint32 - maxChunks
 
 // Config is a scaffold configuration: a box cut into chunks, cell types placed
 // uniformly at a density, and rules that connect cells of one type to cells of
@@ -81,22 +81,22 @@ func (ch Chunk) String() string { return fmt.Sprintf("%d-%d-%d", ch.X, ch.Y, ch.
 // DefaultConfig returns a copy of the embedded default configuration, as YAML.
 func DefaultConfig() []byte { return slices.Clone(defaultYAML) }
 
-// DefaultConfigName is the file name errors in the embedded configuration would
+// defaultConfigName is the file name errors in the embedded configuration would
 // carry.
-const DefaultConfigName = "default.yaml"
+const defaultConfigName = "default.yaml"
 
 // Default returns the embedded default configuration, parsed. It panics if the
 // embedded file is invalid, which the package's tests rule out.
 func Default() *Config {
-	c, err := ParseConfig(DefaultConfigName, defaultYAML)
+	c, err := ParseConfig(defaultConfigName, defaultYAML)
 	if err != nil {
 		panic("scaffold: embedded default configuration: " + err.Error())
 	}
 	return c
 }
 
-// Grid returns the number of chunks along x, y and z.
-func (c *Config) Grid() [3]int {
+// grid returns the number of chunks along x, y and z.
+func (c *Config) grid() [3]int {
 	var n [3]int
 	for d := range 3 {
 		n[d] = int(math.Round(c.Box.Size[d] / c.Box.Chunk[d]))
@@ -107,7 +107,7 @@ func (c *Config) Grid() [3]int {
 // Chunks returns every chunk of the box, x varying fastest, then y, then z.
 // The order is stable: it fixes global ids and the checksum.
 func (c *Config) Chunks() []Chunk {
-	n := c.Grid()
+	n := c.grid()
 	out := make([]Chunk, 0, n[0]*n[1]*n[2])
 	for z := range n[2] {
 		for y := range n[1] {
@@ -119,8 +119,8 @@ func (c *Config) Chunks() []Chunk {
 	return out
 }
 
-// ChunkBounds returns the lower and upper corners of ch in µm.
-func (c *Config) ChunkBounds(ch Chunk) (lo, hi [3]float64) {
+// chunkBounds returns the lower and upper corners of ch in µm.
+func (c *Config) chunkBounds(ch Chunk) (lo, hi [3]float64) {
 	xyz := [3]int{ch.X, ch.Y, ch.Z}
 	for d := range 3 {
 		lo[d] = float64(xyz[d]) * c.Box.Chunk[d]
@@ -131,22 +131,22 @@ func (c *Config) ChunkBounds(ch Chunk) (lo, hi [3]float64) {
 
 // checkChunk reports whether ch is one of c.Chunks().
 func (c *Config) checkChunk(ch Chunk) error {
-	n := c.Grid()
+	n := c.grid()
 	if ch.X < 0 || ch.Y < 0 || ch.Z < 0 || ch.X >= n[0] || ch.Y >= n[1] || ch.Z >= n[2] ||
 		ch.Index != (ch.Z*n[1]+ch.Y)*n[0]+ch.X {
-		return fmt.Errorf("%w: %+v (grid %d×%d×%d)", ErrBadChunk, ch, n[0], n[1], n[2])
+		return fmt.Errorf("%w: %+v (grid %d×%d×%d)", errBadChunk, ch, n[0], n[1], n[2])
 	}
 	return nil
 }
 
-// CellType returns the cell type called name.
-func (c *Config) CellType(name string) (CellType, error) {
+// cellType returns the cell type called name.
+func (c *Config) cellType(name string) (CellType, error) {
 	for _, t := range c.CellTypes {
 		if t.Name == name {
 			return t, nil
 		}
 	}
-	return CellType{}, fmt.Errorf("%w %q", ErrUnknownType, name)
+	return CellType{}, fmt.Errorf("%w %q", errUnknownType, name)
 }
 
 // Rule returns the connection rule called name.
@@ -156,7 +156,7 @@ func (c *Config) Rule(name string) (Rule, error) {
 			return r, nil
 		}
 	}
-	return Rule{}, fmt.Errorf("%w %q", ErrUnknownRule, name)
+	return Rule{}, fmt.Errorf("%w %q", errUnknownRule, name)
 }
 
 // RulesFrom returns the rules whose source type is cellType, in configuration
@@ -183,7 +183,7 @@ func (c *Config) SourceTypes() []string {
 	return out
 }
 
-// IndexCellSize returns the grid cell size, in µm, that [BuildIndex] uses for
+// indexCellSize returns the grid cell size, in µm, that [BuildIndex] uses for
 // cellType when given none: the smallest MaxDistance of the rules from
 // cellType, or the largest chunk extent if no rule starts there.
 //
@@ -191,7 +191,7 @@ func (c *Config) SourceTypes() []string {
 // grid cells of size s, and a grid sized for the largest radius makes the
 // queries of a small radius test many times the points they keep, while a
 // finer grid costs the large queries only a few more, contiguous, cells.
-func (c *Config) IndexCellSize(cellType string) float64 {
+func (c *Config) indexCellSize(cellType string) float64 {
 	s := math.Inf(1)
 	for _, r := range c.RulesFrom(cellType) {
 		s = min(s, r.MaxDistance)
@@ -277,6 +277,19 @@ func (c *Config) problems() []problem {
 	add := func(path, format string, args ...any) {
 		ps = append(ps, problem{path, fmt.Sprintf(format, args...)})
 	}
+	// checkName checks the name of element i of the list at field list, whose
+	// elements are of a kind ("cell type"), and records it in seen.
+	checkName := func(list, kind string, i int, name string, seen map[string]int) {
+		p := fmt.Sprintf("%s[%d].name", list, i)
+		switch j, dup := seen[name]; {
+		case !validName(name):
+			add(p, "%s name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", kind, name)
+		case dup:
+			add(p, "%s %q is defined twice (%s[%d] and [%d])", kind, name, list, j, i)
+		default:
+			seen[name] = i
+		}
+	}
 	axes := [3]string{"x", "y", "z"}
 	boxOK := true
 	for d := range 3 {
@@ -304,8 +317,8 @@ func (c *Config) problems() []problem {
 			}
 			total *= n
 		}
-		if boxOK && total > MaxChunks {
-			add("box.chunk", "box.chunk: %.0f chunks is more than the limit of %d", total, MaxChunks)
+		if boxOK && total > maxChunks {
+			add("box.chunk", "box.chunk: %.0f chunks is more than the limit of %d", total, maxChunks)
 			boxOK = false
 		}
 	}
@@ -316,20 +329,13 @@ func (c *Config) problems() []problem {
 	types := map[string]int{}
 	for i, t := range c.CellTypes {
 		p := fmt.Sprintf("cell_types[%d]", i)
-		switch j, dup := types[t.Name]; {
-		case !validName(t.Name):
-			add(p+".name", "cell type name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", t.Name)
-		case dup:
-			add(p+".name", "cell type %q is defined twice (cell_types[%d] and [%d])", t.Name, j, i)
-		default:
-			types[t.Name] = i
-		}
+		checkName("cell_types", "cell type", i, t.Name, types)
 		if !finitePositive(t.Density) {
 			add(p+".density", "cell type %q: density must be a positive number of cells per mm³, got %v", t.Name, t.Density)
 		} else if boxOK {
 			n := t.Density * 1e-9 * c.Box.Size[0] * c.Box.Size[1] * c.Box.Size[2]
-			if n > MaxCellsPerType {
-				add(p+".density", "cell type %q: density %g per mm³ makes %.3g cells in the box, more than the limit of %d", t.Name, t.Density, n, uint64(MaxCellsPerType))
+			if n > maxCellsPerType {
+				add(p+".density", "cell type %q: density %g per mm³ makes %.3g cells in the box, more than the limit of %d", t.Name, t.Density, n, uint64(maxCellsPerType))
 			}
 		}
 		if !(t.Radius >= 0) || math.IsInf(t.Radius, 1) {
@@ -355,14 +361,7 @@ func (c *Config) problems() []problem {
 	rules := map[string]int{}
 	for i, r := range c.Rules {
 		p := fmt.Sprintf("connections[%d]", i)
-		switch j, dup := rules[r.Name]; {
-		case !validName(r.Name):
-			add(p+".name", "connection name %q is not valid: use 1 to 64 letters, digits, '_' or '-', starting with a letter", r.Name)
-		case dup:
-			add(p+".name", "connection %q is defined twice (connections[%d] and [%d])", r.Name, j, i)
-		default:
-			rules[r.Name] = i
-		}
+		checkName("connections", "connection", i, r.Name, rules)
 		if _, ok := types[r.From]; !ok {
 			add(p+".from", "connection %q: from: unknown cell type %q (known: %s)", r.Name, r.From, known())
 		}

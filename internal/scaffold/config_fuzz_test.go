@@ -1,4 +1,4 @@
-package scaffold_test
+package scaffold
 
 import (
 	"errors"
@@ -8,8 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // FuzzConfig checks that ParseConfig never panics, that every problem it
@@ -21,12 +19,12 @@ import (
 // ("alias_*"); TestConfigAliasBombs measures the memory such files take.
 func FuzzConfig(f *testing.F) {
 	f.Add([]byte(base))
-	f.Add(scaffold.DefaultConfig())
+	f.Add(DefaultConfig())
 	if data, err := os.ReadFile("../../examples/scaffold-cerebellum.yaml"); err == nil {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := scaffold.ParseConfig("c.yaml", data)
+		c, err := ParseConfig("c.yaml", data)
 		if err != nil {
 			checkConfigErrors(t, "c.yaml", err)
 			return
@@ -37,13 +35,13 @@ func FuzzConfig(f *testing.F) {
 		if len(c.CellTypes) == 0 {
 			t.Fatal("no cell type")
 		}
-		g := c.Grid()
-		if n := len(c.Chunks()); n != g[0]*g[1]*g[2] || n < 1 || n > scaffold.MaxChunks {
+		g := c.grid()
+		if n := len(c.Chunks()); n != g[0]*g[1]*g[2] || n < 1 || n > maxChunks {
 			t.Fatalf("%d chunks, grid %v", n, g)
 		}
 		c.Hash()
 		for _, ct := range c.CellTypes {
-			if n, err := c.Cells(ct.Name); err != nil || n < 0 || n > scaffold.MaxCellsPerType {
+			if n, err := c.cells(ct.Name); err != nil || n < 0 || n > maxCellsPerType {
 				t.Fatalf("Cells(%s) = %d, %v", ct.Name, n, err)
 			}
 		}
@@ -68,7 +66,7 @@ func checkConfigErrors(t *testing.T, file string, err error) {
 		t.Fatalf("%d errors joined, want at most 21", len(errs))
 	}
 	for i, e := range errs {
-		var ce *scaffold.ConfigError
+		var ce *ConfigError
 		if !errors.As(e, &ce) {
 			if i == len(errs)-1 && i > 0 && strings.HasPrefix(e.Error(), "... and ") {
 				continue
@@ -133,7 +131,7 @@ func TestConfigAliasBombs(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, err := scaffold.ParseConfig("c.yaml", []byte(tt.in))
+			_, err := ParseConfig("c.yaml", []byte(tt.in))
 			runtime.ReadMemStats(&after)
 			alloc := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%d bytes of YAML: %d KiB allocated", len(tt.in), alloc>>10)

@@ -1,4 +1,4 @@
-package scaffold_test
+package scaffold
 
 import (
 	"errors"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/regfile"
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // base is a valid configuration whose line numbers the error cases rely on.
@@ -36,18 +35,18 @@ connections:
 `
 
 func TestParseBase(t *testing.T) {
-	c, err := scaffold.ParseConfig("t.yaml", []byte(base))
+	c, err := ParseConfig("t.yaml", []byte(base))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &scaffold.Config{
+	want := &Config{
 		Seed: 7,
-		Box:  scaffold.Box{Size: [3]float64{100, 100, 50}, Chunk: [3]float64{50, 50, 50}},
-		CellTypes: []scaffold.CellType{
+		Box:  Box{Size: [3]float64{100, 100, 50}, Chunk: [3]float64{50, 50, 50}},
+		CellTypes: []CellType{
 			{Name: "a", Density: 1e5},
 			{Name: "b", Density: 2e5, Radius: 3},
 		},
-		Rules: []scaffold.Rule{{Name: "a_to_b", From: "a", To: "b", MaxDistance: 20, MaxPerTarget: 3}},
+		Rules: []Rule{{Name: "a_to_b", From: "a", To: "b", MaxDistance: 20, MaxPerTarget: 3}},
 	}
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
@@ -55,7 +54,7 @@ func TestParseBase(t *testing.T) {
 	if c.Hash() != want.Hash() {
 		t.Errorf("Hash differs between equal configurations")
 	}
-	if got := c.Grid(); got != [3]int{2, 2, 1} {
+	if got := c.grid(); got != [3]int{2, 2, 1} {
 		t.Errorf("Grid() = %v, want [2 2 1]", got)
 	}
 }
@@ -64,7 +63,7 @@ func TestParseAliasesAndEmptyRules(t *testing.T) {
 	src := strings.Replace(base, "density: 1e5", "density: &d 2e5", 1)
 	src = strings.Replace(src, "density: 2e5", "density: *d", 1)
 	src = src[:strings.Index(src, "connections:")] + "connections:\n"
-	c, err := scaffold.ParseConfig("t.yaml", []byte(src))
+	c, err := ParseConfig("t.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func TestParseConfigErrors(t *testing.T) {
 				}
 				src = strings.Replace(base, tt.old, tt.new, 1)
 			}
-			c, err := scaffold.ParseConfig("t.yaml", []byte(src))
+			c, err := ParseConfig("t.yaml", []byte(src))
 			if err == nil {
 				t.Fatalf("no error; got %+v", c)
 			}
@@ -144,7 +143,7 @@ func TestParseConfigErrors(t *testing.T) {
 					t.Errorf("error\n%v\ndoes not contain\n%s", err, w)
 				}
 			}
-			var ce *scaffold.ConfigError
+			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.File != "t.yaml" || ce.Line == 0 || !strings.HasPrefix(err.Error(), fmt.Sprintf("t.yaml:%d: ", ce.Line)) {
 				t.Errorf("errors.As(*ConfigError) = %+v, want one with File and Line", ce)
 			}
@@ -158,7 +157,7 @@ func TestParseConfigLimitsErrors(t *testing.T) {
 	for i := range 30 {
 		fmt.Fprintf(&b, "extra%d: 1\n", i)
 	}
-	_, err := scaffold.ParseConfig("t.yaml", []byte(b.String()))
+	_, err := ParseConfig("t.yaml", []byte(b.String()))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -169,7 +168,7 @@ func TestParseConfigLimitsErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	c := scaffold.Default()
+	c := Default()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("default: %v", err)
 	}
@@ -184,24 +183,24 @@ func TestValidate(t *testing.T) {
 			t.Errorf("error %q does not contain %q", err, w)
 		}
 	}
-	var ce *scaffold.ConfigError
+	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.File != "" || strings.Contains(ce.Error(), ":0:") {
 		t.Errorf("got %#v", ce)
 	}
 }
 
 func TestDefaultConfig(t *testing.T) {
-	c, err := scaffold.ParseConfig(scaffold.DefaultConfigName, scaffold.DefaultConfig())
+	c, err := ParseConfig(defaultConfigName, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Hash() != scaffold.Default().Hash() {
+	if c.Hash() != Default().Hash() {
 		t.Error("Default() differs from parsing DefaultConfig()")
 	}
 	// DefaultConfig returns a copy.
-	b := scaffold.DefaultConfig()
+	b := DefaultConfig()
 	clear(b)
-	if _, err := scaffold.ParseConfig("again", scaffold.DefaultConfig()); err != nil {
+	if _, err := ParseConfig("again", DefaultConfig()); err != nil {
 		t.Errorf("after clearing a copy: %v", err)
 	}
 
@@ -225,7 +224,7 @@ func TestDefaultConfig(t *testing.T) {
 		t.Errorf("%d source types used by two rules or more, want 2 or more", shared)
 	}
 	for _, typ := range []string{"granule", "glomerulus"} {
-		n, err := c.Cells(typ)
+		n, err := c.cells(typ)
 		if err != nil || n < 500_000 {
 			t.Errorf("Cells(%s) = %d, %v; want an index of tens of MB", typ, n, err)
 		}
@@ -233,9 +232,9 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestChunks(t *testing.T) {
-	c := scaffold.Default()
+	c := Default()
 	chunks := c.Chunks()
-	g := c.Grid()
+	g := c.grid()
 	if len(chunks) != g[0]*g[1]*g[2] {
 		t.Fatalf("%d chunks for grid %v", len(chunks), g)
 	}
@@ -251,7 +250,7 @@ func TestChunks(t *testing.T) {
 			}
 		}
 		seen[[3]int{ch.X, ch.Y, ch.Z}] = true
-		lo, hi := c.ChunkBounds(ch)
+		lo, hi := c.chunkBounds(ch)
 		for d := range 3 {
 			if hi[d]-lo[d] != c.Box.Chunk[d] || lo[d] < 0 || hi[d] > c.Box.Size[d]*(1+1e-12) {
 				t.Errorf("chunk %v bounds %v..%v outside box %v", ch, lo, hi, c.Box.Size)
@@ -267,11 +266,11 @@ func TestChunks(t *testing.T) {
 }
 
 func TestScaled(t *testing.T) {
-	c := scaffold.Default()
+	c := Default()
 	if c.Scaled(1).Hash() != c.Hash() {
 		t.Error("Scaled(1) differs from the original")
 	}
-	vol := func(c *scaffold.Config) float64 { return c.Box.Size[0] * c.Box.Size[1] * c.Box.Size[2] }
+	vol := func(c *Config) float64 { return c.Box.Size[0] * c.Box.Size[1] * c.Box.Size[2] }
 	for _, f := range []float64{0.05, 0.1, 2} {
 		s := c.Scaled(f)
 		if err := s.Validate(); err != nil {
@@ -280,14 +279,14 @@ func TestScaled(t *testing.T) {
 		if r := vol(s) / vol(c); math.Abs(r-f) > 1e-9*f {
 			t.Errorf("Scaled(%g): volume ratio %g", f, r)
 		}
-		if s.Grid() != c.Grid() {
-			t.Errorf("Scaled(%g): grid %v, want %v", f, s.Grid(), c.Grid())
+		if s.grid() != c.grid() {
+			t.Errorf("Scaled(%g): grid %v, want %v", f, s.grid(), c.grid())
 		}
 		if s.Hash() == c.Hash() {
 			t.Errorf("Scaled(%g) has the original's hash", f)
 		}
-		n0, _ := c.Cells("granule")
-		n, _ := s.Cells("granule")
+		n0, _ := c.cells("granule")
+		n, _ := s.cells("granule")
 		if r := float64(n) / float64(n0); math.Abs(r-f) > 0.01*f {
 			t.Errorf("Scaled(%g): %d granule cells, %g times the original's", f, n, r)
 		}
@@ -312,16 +311,16 @@ func TestScaled(t *testing.T) {
 }
 
 func TestHashSensitivity(t *testing.T) {
-	c := scaffold.Default()
+	c := Default()
 	h := c.Hash()
-	changes := map[string]func(c *scaffold.Config){
-		"seed":         func(c *scaffold.Config) { c.Seed++ },
-		"size":         func(c *scaffold.Config) { c.Box.Size[2] *= 2 },
-		"density":      func(c *scaffold.Config) { c.CellTypes[1].Density *= 1.0001 },
-		"radius":       func(c *scaffold.Config) { c.CellTypes[0].Radius++ },
-		"rule":         func(c *scaffold.Config) { c.Rules[2].MaxPerTarget++ },
-		"probability":  func(c *scaffold.Config) { c.Rules[0].Probability = 0.5 },
-		"rule removed": func(c *scaffold.Config) { c.Rules = c.Rules[1:] },
+	changes := map[string]func(c *Config){
+		"seed":         func(c *Config) { c.Seed++ },
+		"size":         func(c *Config) { c.Box.Size[2] *= 2 },
+		"density":      func(c *Config) { c.CellTypes[1].Density *= 1.0001 },
+		"radius":       func(c *Config) { c.CellTypes[0].Radius++ },
+		"rule":         func(c *Config) { c.Rules[2].MaxPerTarget++ },
+		"probability":  func(c *Config) { c.Rules[0].Probability = 0.5 },
+		"rule removed": func(c *Config) { c.Rules = c.Rules[1:] },
 	}
 	for name, change := range changes {
 		d := c.Scaled(1)
@@ -333,33 +332,33 @@ func TestHashSensitivity(t *testing.T) {
 }
 
 func TestLookups(t *testing.T) {
-	c := scaffold.Default()
-	if _, err := c.CellType("nobody"); !errors.Is(err, scaffold.ErrUnknownType) {
+	c := Default()
+	if _, err := c.cellType("nobody"); !errors.Is(err, errUnknownType) {
 		t.Errorf("CellType(nobody): %v", err)
 	}
-	if _, err := c.Rule("nothing"); !errors.Is(err, scaffold.ErrUnknownRule) {
+	if _, err := c.Rule("nothing"); !errors.Is(err, errUnknownRule) {
 		t.Errorf("Rule(nothing): %v", err)
 	}
-	if _, err := c.Count("granule", scaffold.Chunk{Index: 1}); !errors.Is(err, scaffold.ErrBadChunk) {
+	if _, err := c.count("granule", Chunk{Index: 1}); !errors.Is(err, errBadChunk) {
 		t.Errorf("Count with a bad chunk: %v", err)
 	}
-	if got := c.IndexCellSize("glomerulus"); got != 20 {
+	if got := c.indexCellSize("glomerulus"); got != 20 {
 		t.Errorf("IndexCellSize(glomerulus) = %v, want 20, the smallest distance of its rules", got)
 	}
-	if got := c.IndexCellSize("stellate"); got != 300 {
+	if got := c.indexCellSize("stellate"); got != 300 {
 		t.Errorf("IndexCellSize(stellate) = %v, want the chunk size 300 (no rule)", got)
 	}
 	var first uint32
 	chunks := c.Chunks()
 	for _, ch := range chunks {
-		id, err := c.FirstID("golgi", ch)
+		id, err := c.firstID("golgi", ch)
 		if err != nil || id != first {
 			t.Fatalf("FirstID(golgi, %v) = %d, %v; want %d", ch, id, err, first)
 		}
-		n, _ := c.Count("golgi", ch)
+		n, _ := c.count("golgi", ch)
 		first += uint32(n)
 	}
-	if total, _ := c.Cells("golgi"); total != int(first) {
+	if total, _ := c.cells("golgi"); total != int(first) {
 		t.Errorf("Cells(golgi) = %d, sum of counts %d", total, first)
 	}
 }
@@ -373,26 +372,26 @@ func TestLoadConfig(t *testing.T) {
 	if err := os.WriteFile(good, []byte(base), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := scaffold.LoadConfig(good)
+	c, err := LoadConfig(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := scaffold.ParseConfig("t.yaml", []byte(base)); c.Hash() != want.Hash() {
+	if want, _ := ParseConfig("t.yaml", []byte(base)); c.Hash() != want.Hash() {
 		t.Error("LoadConfig and ParseConfig disagree")
 	}
-	if _, err := scaffold.LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("LoadConfig(missing) = %v, want fs.ErrNotExist", err)
 	}
 	over := filepath.Join(dir, "over.yaml")
 	if err := os.WriteFile(over, []byte(base), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(over, scaffold.MaxConfigSize+1); err != nil {
+	if err := os.Truncate(over, MaxConfigSize+1); err != nil {
 		t.Fatal(err)
 	}
-	_, err = scaffold.LoadConfig(over)
-	if !errors.Is(err, scaffold.ErrConfigTooLarge) {
-		t.Errorf("LoadConfig(%s) = %v, want ErrConfigTooLarge", over, err)
+	_, err = LoadConfig(over)
+	if !errors.Is(err, regfile.ErrTooLarge) {
+		t.Errorf("LoadConfig(%s) = %v, want regfile.ErrTooLarge", over, err)
 	} else if !strings.HasPrefix(err.Error(), over+": ") || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "16777217 bytes") {
 		t.Errorf("error %q does not name the file, its size and the limit", err)
 	}
@@ -405,7 +404,7 @@ func TestLoadConfig(t *testing.T) {
 	for path, says := range map[string]string{"/dev/zero": "is a device", fifo: "is a named pipe (FIFO)", dir: "is a directory"} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := scaffold.LoadConfig(path)
+			_, err := LoadConfig(path)
 			done <- err
 		}()
 		select {

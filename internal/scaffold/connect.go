@@ -9,7 +9,7 @@ import (
 
 // Connect connects the target cells of rule in ch to source cells found in
 // src, the [Index] of rule.From built for cfg, writes the pairs to
-// [ConnectivityPath](outDir, rule.Name, ch) and returns how many it wrote.
+// outDir/connectivity/<rule.Name>/<chunk>.bin and returns how many it wrote.
 //
 // It reads the placement file of rule.To for ch, so it must run after that
 // placement job, and after every placement job of rule.From (which src was
@@ -24,8 +24,8 @@ import (
 // subset of the kept ones. The output therefore does not depend on the
 // process, the worker, the order of jobs, nor on the grid of src.
 //
-// The file lists (source id, target id) pairs of global ids (see
-// [Config.FirstID]), ordered by target, then source. It is written to a
+// The file lists (source id, target id) pairs of global ids (see the
+// package documentation), ordered by target, then source. It is written to a
 // temporary name and renamed, as in [Place].
 func Connect(cfg *Config, rule Rule, ch Chunk, src *Index, outDir string) (int, error) {
 	if err := cfg.Validate(); err != nil {
@@ -34,7 +34,7 @@ func Connect(cfg *Config, rule Rule, ch Chunk, src *Index, outDir string) (int, 
 	if r, err := cfg.Rule(rule.Name); err != nil {
 		return 0, err
 	} else if r != rule {
-		return 0, fmt.Errorf("%w: %q differs from the configuration's: %+v, want %+v", ErrUnknownRule, rule.Name, rule, r)
+		return 0, fmt.Errorf("%w: %q differs from the configuration's: %+v, want %+v", errUnknownRule, rule.Name, rule, r)
 	}
 	if err := cfg.checkChunk(ch); err != nil {
 		return 0, err
@@ -42,17 +42,17 @@ func Connect(cfg *Config, rule Rule, ch Chunk, src *Index, outDir string) (int, 
 	hash := cfg.Hash()
 	switch {
 	case src == nil:
-		return 0, fmt.Errorf("%w: rule %s: nil index", ErrWrongIndex, rule.Name)
+		return 0, fmt.Errorf("%w: rule %s: nil index", errWrongIndex, rule.Name)
 	case src.cellType != rule.From:
-		return 0, fmt.Errorf("%w: rule %s connects from %s, the index is of %s", ErrWrongIndex, rule.Name, rule.From, src.cellType)
+		return 0, fmt.Errorf("%w: rule %s connects from %s, the index is of %s", errWrongIndex, rule.Name, rule.From, src.cellType)
 	case src.hash != hash:
-		return 0, fmt.Errorf("%w: rule %s: index of %s built for configuration %016x, not this one (%016x)", ErrWrongIndex, rule.Name, src.cellType, src.hash, hash)
+		return 0, fmt.Errorf("%w: rule %s: index of %s built for configuration %016x, not this one (%016x)", errWrongIndex, rule.Name, src.cellType, src.hash, hash)
 	}
-	targets, err := ReadPositions(cfg, rule.To, ch, outDir)
+	targets, err := readPositions(cfg, rule.To, ch, outDir)
 	if err != nil {
 		return 0, fmt.Errorf("scaffold: connect %s: %w", rule.Name, err)
 	}
-	first, err := cfg.FirstID(rule.To, ch)
+	first, err := cfg.firstID(rule.To, ch)
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +87,7 @@ func Connect(cfg *Config, rule Rule, ch Chunk, src *Index, outDir string) (int, 
 	for i, p := range targets {
 		target = first + uint32(i)
 		sel.reset()
-		src.Within(p, radius, collect)
+		src.within(p, radius, collect)
 		ids = sel.ids(ids[:0])
 		slices.Sort(ids)
 		for _, id := range ids {
@@ -97,7 +97,7 @@ func Connect(cfg *Config, rule Rule, ch Chunk, src *Index, outDir string) (int, 
 		total += len(ids)
 	}
 	b := append(newFile(connMagic, hash, total, connRecord), pairs...)
-	if err := writeAtomic(ConnectivityPath(outDir, rule.Name, ch), b); err != nil {
+	if err := writeAtomic(connectivityPath(outDir, rule.Name, ch), b); err != nil {
 		return 0, fmt.Errorf("scaffold: connect %s in chunk %s: %w", rule.Name, ch, err)
 	}
 	return total, nil
@@ -161,16 +161,16 @@ func (s *selection) ids(dst []uint32) []uint32 {
 	return dst
 }
 
-// ReadConnections reads the connectivity file of rule and ch, checking that
+// readConnections reads the connectivity file of rule and ch, checking that
 // cfg wrote it, and returns its (source id, target id) pairs.
-func ReadConnections(cfg *Config, rule string, ch Chunk, outDir string) ([][2]uint32, error) {
+func readConnections(cfg *Config, rule string, ch Chunk, outDir string) ([][2]uint32, error) {
 	if _, err := cfg.Rule(rule); err != nil {
 		return nil, err
 	}
 	if err := cfg.checkChunk(ch); err != nil {
 		return nil, err
 	}
-	path := ConnectivityPath(outDir, rule, ch)
+	path := connectivityPath(outDir, rule, ch)
 	b, err := readFile(path)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ connections:
 			if _, err := Place(cfg, typ.Name, ch, dir); err != nil {
 				t.Fatal(err)
 			}
-			p, err := ReadPositions(cfg, typ.Name, ch, dir)
+			p, err := readPositions(cfg, typ.Name, ch, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ connections:
 			if _, err := Connect(cfg, rule, ch, ix, dir); err != nil {
 				t.Fatal(err)
 			}
-			pairs, err := ReadConnections(cfg, rule.Name, ch, dir)
+			pairs, err := readConnections(cfg, rule.Name, ch, dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package scaffold
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -24,15 +23,11 @@ const MaxConfigSize = 16 << 20
 // names the path, says what it is and matches [regfile.ErrNotRegular]. If
 // the file cannot be read it returns the error of opening or reading it,
 // which names the path; if it holds more than [MaxConfigSize] bytes, an
-// error that names the path, gives its size and matches
-// [ErrConfigTooLarge].
+// error that names the path, gives its size and the limit and matches
+// [regfile.ErrTooLarge].
 func LoadConfig(path string) (*Config, error) {
 	data, err := regfile.ReadFile(path, MaxConfigSize)
-	var big *regfile.TooLargeError
-	switch {
-	case errors.As(err, &big):
-		return nil, fmt.Errorf("%s: %w: it holds %d bytes", path, ErrConfigTooLarge, big.Size)
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
 	return ParseConfig(path, data)
@@ -52,27 +47,23 @@ func LoadConfig(path string) (*Config, error) {
 // cell_types or connections is refused, as it repeats the element's name.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	p := &parser{file: file, lines: map[string]int{}}
-	r := yamlline.NewReader(data)
-	dec := yaml.NewDecoder(r)
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &ConfigError{File: file, Line: 1, Msg: "empty configuration"}
-		}
-		return nil, p.yamlError(err, data, r.Offset())
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		return nil, &ConfigError{File: file, Line: extra.Line, Msg: "a second YAML document; a configuration is one document"}
-	case !errors.Is(err, io.EOF):
-		return nil, p.yamlError(err, data, r.Offset())
+	doc, next, err := yamlline.Decode(data)
+	var bad *yamlline.Error
+	switch {
+	case errors.As(err, &bad):
+		return nil, &ConfigError{File: file, Line: bad.Line, Msg: "invalid YAML: " + bad.Msg}
+	case err != nil:
+		return nil, &ConfigError{File: file, Line: 1, Msg: "invalid YAML: " + err.Error()}
+	case doc == nil:
+		return nil, &ConfigError{File: file, Line: 1, Msg: "empty configuration"}
+	case next > 0:
+		return nil, &ConfigError{File: file, Line: next, Msg: "a second YAML document; a configuration is one document"}
 	}
 	c := &Config{}
 	if len(doc.Content) == 1 {
 		p.config(doc.Content[0], c)
 	} else {
-		p.fail(&doc, "empty configuration")
+		p.fail(doc, "empty configuration")
 	}
 	if len(p.errs) > 0 {
 		return nil, joinErrors(p.errs, p.more)
@@ -122,14 +113,6 @@ func joinProblems(file string, ps []problem, lines map[string]int) error {
 		errs = append(errs, &ConfigError{File: file, Line: line, Msg: pr.msg})
 	}
 	return joinErrors(errs, 0)
-}
-
-// yamlError turns an error of the YAML library into a ConfigError, at
-// the line package yamlline finds. read is the number of bytes of data the
-// library had read when it failed.
-func (p *parser) yamlError(err error, data []byte, read int) error {
-	line, msg := yamlline.Locate(data, err, read)
-	return &ConfigError{File: p.file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
 // parser walks the YAML node tree, so that it knows the line of every field

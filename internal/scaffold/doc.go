@@ -9,7 +9,7 @@
 // a box cut into a grid of chunks, cell types with densities, and connection
 // rules "from type, to type, within a maximum distance". [LoadConfig] reads
 // one from a regular file of at most [MaxConfigSize] (16 MiB), refusing a
-// larger file with [ErrConfigTooLarge] before reading it, and a named
+// larger file with [regfile.ErrTooLarge] before reading it, and a named
 // pipe, a device (an endless one such as /dev/zero) or a directory at
 // once. A run is:
 //
@@ -42,8 +42,8 @@
 // workers, in any order of jobs, in any process, for any index grid.
 //
 // Global ids number the cells of one type from 0 in chunk order
-// ([Config.Chunks]), then in file order within a chunk; [Config.FirstID] gives
-// the first id of a chunk without reading any file.
+// ([Config.Chunks]), then in file order within a chunk, so that the first id
+// of a chunk follows from the configuration without reading any file.
 //
 // # Files
 //
@@ -56,7 +56,7 @@
 // [Config.Hash] of the configuration that wrote it, record count), then
 // little-endian records: float32 x, y, z (12 bytes) for placement, uint32
 // source id and target id (8 bytes) for connectivity. Readers check the header
-// and refuse a file of another configuration with [ErrBadFile].
+// and refuse a file of another configuration.
 //
 // Every file is written to a temporary name in its folder (".<name>.tmp-*")
 // and renamed, so that an interrupted run never leaves a partial file under

@@ -5,29 +5,25 @@ import (
 	"fmt"
 )
 
-// ErrUnknownType is returned when a cell type name is not in the configuration.
-var ErrUnknownType = errors.New("scaffold: unknown cell type")
+// errUnknownType is returned when a cell type name is not in the configuration.
+var errUnknownType = errors.New("scaffold: unknown cell type")
 
-// ErrUnknownRule is returned when a connection rule is not in the configuration,
+// errUnknownRule is returned when a connection rule is not in the configuration,
 // or differs from the configuration's rule of the same name.
-var ErrUnknownRule = errors.New("scaffold: unknown connection rule")
+var errUnknownRule = errors.New("scaffold: unknown connection rule")
 
-// ErrBadChunk is returned when a [Chunk] is not one of [Config.Chunks].
-var ErrBadChunk = errors.New("scaffold: chunk not in the configuration's grid")
+// errBadChunk is returned when a [Chunk] is not one of [Config.Chunks].
+var errBadChunk = errors.New("scaffold: chunk not in the configuration's grid")
 
-// ErrBadFile is returned when an output file is not what the configuration
+// errBadFile is returned when an output file is not what the configuration
 // predicts: wrong magic number, format version, configuration hash, record
 // count or size. It usually means the file was written by a run of another
 // configuration, or read before the job that writes it finished.
-var ErrBadFile = errors.New("scaffold: bad output file")
+var errBadFile = errors.New("scaffold: bad output file")
 
-// ErrConfigTooLarge is returned by [LoadConfig] when the file holds more
-// than [MaxConfigSize] bytes.
-var ErrConfigTooLarge = fmt.Errorf("scaffold: configuration file larger than the limit of %d MiB (scaffold.MaxConfigSize)", MaxConfigSize>>20)
-
-// ErrWrongIndex is returned by [Connect] when the index it is given is not the
+// errWrongIndex is returned by [Connect] when the index it is given is not the
 // index of the rule's source type under the same configuration.
-var ErrWrongIndex = errors.New("scaffold: index does not match the rule")
+var errWrongIndex = errors.New("scaffold: index does not match the rule")
 
 // ConfigError is one problem found in a configuration. [ParseConfig] returns
 // one *ConfigError, or several joined with [errors.Join]; use [errors.As] to

@@ -35,15 +35,15 @@ var (
 	connMagic  = [4]byte{'P', 'R', 'c', 'n'}
 )
 
-// PlacementPath returns the file Place writes for cellType and ch:
+// placementPath returns the file Place writes for cellType and ch:
 // outDir/placement/<cellType>/<chunk>.bin.
-func PlacementPath(outDir, cellType string, ch Chunk) string {
+func placementPath(outDir, cellType string, ch Chunk) string {
 	return filepath.Join(outDir, "placement", cellType, ch.String()+".bin")
 }
 
-// ConnectivityPath returns the file Connect writes for rule and ch:
+// connectivityPath returns the file Connect writes for rule and ch:
 // outDir/connectivity/<rule>/<chunk>.bin.
-func ConnectivityPath(outDir, rule string, ch Chunk) string {
+func connectivityPath(outDir, rule string, ch Chunk) string {
 	return filepath.Join(outDir, "connectivity", rule, ch.String()+".bin")
 }
 
@@ -69,7 +69,7 @@ func checkFile(path string, b []byte, magic [4]byte, hash uint64, want, recSize 
 // returns its record count. want is the expected count, or -1 for any.
 func checkHeader(path string, hdr []byte, size int64, magic [4]byte, hash uint64, want, recSize int) (int64, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w %s: %s", ErrBadFile, path, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w %s: %s", errBadFile, path, fmt.Sprintf(format, args...))
 	}
 	if len(hdr) < headerSize || size < headerSize {
 		return 0, bad("%d bytes, shorter than the %d-byte header", size, headerSize)

@@ -1,12 +1,10 @@
-package scaffold_test
+package scaffold
 
 import (
 	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // cpuTime returns the CPU time (user and system) the process has used: the
@@ -36,7 +34,7 @@ type runStats struct {
 // every connectivity job of the rules from that type. If rng is not nil the
 // jobs run in a shuffled order (placement before connectivity still), with
 // the index of each type built with a cell size other than the default.
-func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) runStats {
+func runAll(tb testing.TB, cfg *Config, dir string, rng *rand.Rand) runStats {
 	tb.Helper()
 	st := runStats{
 		index: map[string]time.Duration{}, indexBytes: map[string]int64{}, indexCells: map[string]int{},
@@ -45,7 +43,7 @@ func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) run
 	chunks := cfg.Chunks()
 	type placeJob struct {
 		typ string
-		ch  scaffold.Chunk
+		ch  Chunk
 	}
 	var places []placeJob
 	for _, t := range cfg.CellTypes {
@@ -58,7 +56,7 @@ func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) run
 	}
 	start := cpuTime()
 	for _, j := range places {
-		if _, err := scaffold.Place(cfg, j.typ, j.ch, dir); err != nil {
+		if _, err := Place(cfg, j.typ, j.ch, dir); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -72,19 +70,19 @@ func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) run
 	for _, typ := range sources {
 		cell := 0.0 // the default
 		if rng != nil {
-			cell = cfg.IndexCellSize(typ) * (0.5 + rng.Float64())
+			cell = cfg.indexCellSize(typ) * (0.5 + rng.Float64())
 		}
 		start := cpuTime()
-		ix, err := scaffold.BuildIndex(cfg, typ, dir, cell)
+		ix, err := BuildIndex(cfg, typ, dir, cell)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		st.index[typ] = cpuTime() - start
 		st.indexBytes[typ] = ix.Bytes()
-		st.indexCells[typ] = ix.Len()
+		st.indexCells[typ] = len(ix.ids)
 		type connJob struct {
-			rule scaffold.Rule
-			ch   scaffold.Chunk
+			rule Rule
+			ch   Chunk
 		}
 		var jobs []connJob
 		for _, r := range cfg.RulesFrom(typ) {
@@ -97,7 +95,7 @@ func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) run
 		}
 		for _, j := range jobs {
 			start := cpuTime()
-			n, err := scaffold.Connect(cfg, j.rule, j.ch, ix, dir)
+			n, err := Connect(cfg, j.rule, j.ch, ix, dir)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -110,9 +108,9 @@ func runAll(tb testing.TB, cfg *scaffold.Config, dir string, rng *rand.Rand) run
 }
 
 // checksum is scaffold.Checksum, failing the test on error.
-func checksum(tb testing.TB, cfg *scaffold.Config, dir string) uint64 {
+func checksum(tb testing.TB, cfg *Config, dir string) uint64 {
 	tb.Helper()
-	sum, err := scaffold.Checksum(cfg, dir)
+	sum, err := Checksum(cfg, dir)
 	if err != nil {
 		tb.Fatal(err)
 	}

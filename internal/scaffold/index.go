@@ -32,8 +32,9 @@ const (
 
 // BuildIndex reads every placement file of cellType under outDir, checking
 // that cfg wrote them, and builds an [Index] over all its cells. cellSize is
-// the edge of a grid cell in µm; zero or less means
-// [Config.IndexCellSize](cellType). If the grid would have more than 4 cells
+// the edge of a grid cell in µm; zero or less means the smallest
+// MaxDistance of the rules from cellType (the largest chunk extent if no
+// rule starts there). If the grid would have more than 4 cells
 // per indexed cell (and more than 4096), its cells are made larger.
 //
 // It must run after every placement job of cellType has finished.
@@ -50,7 +51,7 @@ func BuildIndex(cfg *Config, cellType string, outDir string, cellSize float64) (
 		total += n
 	}
 	if !(cellSize > 0) {
-		cellSize = cfg.IndexCellSize(cellType)
+		cellSize = cfg.indexCellSize(cellType)
 	}
 	ix := &Index{cellType: cellType, hash: cfg.Hash()}
 	ix.setGrid(cfg.Box.Size, cellSize, max(minGridCells, maxGridCells*total))
@@ -59,7 +60,7 @@ func BuildIndex(cfg *Config, cellType string, outDir string, cellSize float64) (
 	raw := make([][3]float32, total)
 	off := 0
 	for i, ch := range cfg.Chunks() {
-		if err := readPositions(PlacementPath(outDir, cellType, ch), ix.hash, raw[off:off+counts[i]]); err != nil {
+		if err := readPositionsFile(placementPath(outDir, cellType, ch), ix.hash, raw[off:off+counts[i]]); err != nil {
 			return nil, fmt.Errorf("scaffold: index %s: %w", cellType, err)
 		}
 		off += counts[i]
@@ -125,27 +126,18 @@ func (ix *Index) cellOf(p [3]float32) uint32 {
 	return uint32((z*ix.n[1]+y)*ix.n[0] + x)
 }
 
-// CellType returns the cell type the index covers.
-func (ix *Index) CellType() string { return ix.cellType }
-
-// CellSize returns the edge of the index's grid cells in µm.
-func (ix *Index) CellSize() float64 { return ix.size }
-
-// Len returns the number of cells in the index.
-func (ix *Index) Len() int { return len(ix.ids) }
-
 // Bytes returns the memory the index holds, in bytes.
 func (ix *Index) Bytes() int64 {
 	return int64(unsafe.Sizeof(*ix)) + int64(len(ix.cellType)) +
 		int64(cap(ix.start))*4 + int64(cap(ix.pos))*12 + int64(cap(ix.ids))*4
 }
 
-// Within calls fn(id, q) for every cell at position q within distance r of p,
+// within calls fn(id, q) for every cell at position q within distance r of p,
 // with id its global id, until fn returns false. A cell is within r when
 // float32(dx*dx) + float32(dy*dy) + float32(dz*dz) <= r*r, computed in float32
 // with dx = q[0]-p[0] and so on. The order of the calls is fixed for a given
 // index but otherwise unspecified.
-func (ix *Index) Within(p [3]float32, r float32, fn func(id uint32, q [3]float32) bool) {
+func (ix *Index) within(p [3]float32, r float32, fn func(id uint32, q [3]float32) bool) {
 	if !(r >= 0) {
 		return
 	}

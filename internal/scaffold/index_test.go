@@ -1,12 +1,10 @@
-package scaffold_test
+package scaffold
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // small is one cell type in a box of 4 × 3 × 2 chunks: about 3000 cells.
@@ -26,24 +24,24 @@ connections:
 
 // placeSmall places the small configuration in a new folder and returns it
 // with every position by global id.
-func placeSmall(t *testing.T) (*scaffold.Config, string, [][3]float32) {
+func placeSmall(t *testing.T) (*Config, string, [][3]float32) {
 	t.Helper()
-	cfg, err := scaffold.ParseConfig("small.yaml", []byte(small))
+	cfg, err := ParseConfig("small.yaml", []byte(small))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	var all [][3]float32
 	for _, ch := range cfg.Chunks() {
-		n, err := scaffold.Place(cfg, "p", ch, dir)
+		n, err := Place(cfg, "p", ch, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, _ := cfg.FirstID("p", ch)
+		first, _ := cfg.firstID("p", ch)
 		if int(first) != len(all) {
 			t.Fatalf("FirstID(%v) = %d, want %d", ch, first, len(all))
 		}
-		pos, err := scaffold.ReadPositions(cfg, "p", ch, dir)
+		pos, err := readPositions(cfg, "p", ch, dir)
 		if err != nil || len(pos) != n {
 			t.Fatalf("ReadPositions: %d positions, %v; Place said %d", len(pos), err, n)
 		}
@@ -75,18 +73,18 @@ func TestIndexAgainstBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for _, cell := range []float64{0, 3, 12, 37, 1e-3 /* capped */, 1e6 /* one grid cell */} {
 		t.Run(fmt.Sprintf("cell=%g", cell), func(t *testing.T) {
-			ix, err := scaffold.BuildIndex(cfg, "p", dir, cell)
+			ix, err := BuildIndex(cfg, "p", dir, cell)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ix.Len() != len(all) || ix.CellType() != "p" {
-				t.Fatalf("Len() = %d, CellType() = %q; want %d, p", ix.Len(), ix.CellType(), len(all))
+			if len(ix.ids) != len(all) || ix.cellType != "p" {
+				t.Fatalf("the index holds %d cells of type %q; want %d, p", len(ix.ids), ix.cellType, len(all))
 			}
-			if cell > 0 && cell < 1 && ix.CellSize() <= cell {
-				t.Errorf("CellSize() = %g: a grid of %g µm cells was not capped", ix.CellSize(), cell)
+			if cell > 0 && cell < 1 && ix.size <= cell {
+				t.Errorf("grid cells of %g µm: a grid of %g µm cells was not capped", ix.size, cell)
 			}
-			if cell == 0 && ix.CellSize() != 12 {
-				t.Errorf("CellSize() = %g, want the rule's distance 12", ix.CellSize())
+			if cell == 0 && ix.size != 12 {
+				t.Errorf("grid cells of %g µm, want the rule's distance 12", ix.size)
 			}
 			if b := ix.Bytes(); b < 16*int64(len(all)) || b > 64*int64(len(all))+1<<20 {
 				t.Errorf("Bytes() = %d for %d cells", b, len(all))
@@ -109,7 +107,7 @@ func TestIndexAgainstBruteForce(t *testing.T) {
 				}
 				want := within(all, p, r)
 				var got []uint32
-				ix.Within(p, r, func(id uint32, q [3]float32) bool {
+				ix.within(p, r, func(id uint32, q [3]float32) bool {
 					if q != all[id] {
 						t.Errorf("id %d reported at %v, placed at %v", id, q, all[id])
 					}
@@ -131,12 +129,12 @@ func TestIndexAgainstBruteForce(t *testing.T) {
 func TestIndexStopsEarly(t *testing.T) {
 	t.Parallel()
 	cfg, dir, _ := placeSmall(t)
-	ix, err := scaffold.BuildIndex(cfg, "p", dir, 0)
+	ix, err := BuildIndex(cfg, "p", dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := 0
-	ix.Within([3]float32{100, 75, 50}, 50, func(uint32, [3]float32) bool {
+	ix.within([3]float32{100, 75, 50}, 50, func(uint32, [3]float32) bool {
 		calls++
 		return calls < 3
 	})
@@ -144,7 +142,7 @@ func TestIndexStopsEarly(t *testing.T) {
 		t.Errorf("fn called %d times after returning false on the third", calls)
 	}
 	calls = 0
-	ix.Within([3]float32{100, 75, 50}, -1, func(uint32, [3]float32) bool { calls++; return true })
+	ix.within([3]float32{100, 75, 50}, -1, func(uint32, [3]float32) bool { calls++; return true })
 	if calls != 0 {
 		t.Errorf("negative radius: %d calls", calls)
 	}
@@ -155,17 +153,17 @@ func TestIndexStopsEarly(t *testing.T) {
 func TestConnectSelf(t *testing.T) {
 	t.Parallel()
 	cfg, dir, all := placeSmall(t)
-	ix, err := scaffold.BuildIndex(cfg, "p", dir, 0)
+	ix, err := BuildIndex(cfg, "p", dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	total := 0
 	for _, ch := range cfg.Chunks() {
-		n, err := scaffold.Connect(cfg, cfg.Rules[0], ch, ix, dir)
+		n, err := Connect(cfg, cfg.Rules[0], ch, ix, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pairs, err := scaffold.ReadConnections(cfg, "p_to_p", ch, dir)
+		pairs, err := readConnections(cfg, "p_to_p", ch, dir)
 		if err != nil || len(pairs) != n {
 			t.Fatalf("ReadConnections: %d pairs, %v; Connect said %d", len(pairs), err, n)
 		}
@@ -180,7 +178,7 @@ func TestConnectSelf(t *testing.T) {
 	// self. Checked on a sample of targets.
 	perTarget := make([]int, len(all))
 	for _, ch := range cfg.Chunks() {
-		pairs, _ := scaffold.ReadConnections(cfg, "p_to_p", ch, dir)
+		pairs, _ := readConnections(cfg, "p_to_p", ch, dir)
 		for _, pr := range pairs {
 			perTarget[pr[1]]++
 		}

@@ -1,5 +1,5 @@
 //go:build !race
 
-package scaffold_test
+package scaffold
 
 const raceEnabled = false

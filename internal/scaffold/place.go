@@ -21,10 +21,10 @@ func drawCount(mean float64, s *stream) int {
 	return int(n)
 }
 
-// Count returns the number of cells of cellType that [Place] puts in ch. It
+// count returns the number of cells of cellType that [Place] puts in ch. It
 // costs one random draw, not a placement.
-func (c *Config) Count(cellType string, ch Chunk) (int, error) {
-	t, err := c.CellType(cellType)
+func (c *Config) count(cellType string, ch Chunk) (int, error) {
+	t, err := c.cellType(cellType)
 	if err != nil {
 		return 0, err
 	}
@@ -36,7 +36,7 @@ func (c *Config) Count(cellType string, ch Chunk) (int, error) {
 
 // counts returns the cell count of cellType in every chunk, in chunk order.
 func (c *Config) counts(cellType string) ([]int, error) {
-	t, err := c.CellType(cellType)
+	t, err := c.cellType(cellType)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +49,8 @@ func (c *Config) counts(cellType string) ([]int, error) {
 	return out, nil
 }
 
-// Cells returns the number of cells of cellType in the whole box.
-func (c *Config) Cells(cellType string) (int, error) {
+// cells returns the number of cells of cellType in the whole box.
+func (c *Config) cells(cellType string) (int, error) {
 	counts, err := c.counts(cellType)
 	total := 0
 	for _, n := range counts {
@@ -59,13 +59,13 @@ func (c *Config) Cells(cellType string) (int, error) {
 	return total, err
 }
 
-// FirstID returns the global id of the first cell of cellType in ch.
+// firstID returns the global id of the first cell of cellType in ch.
 //
 // Global ids number the cells of one type from 0, chunk after chunk in the
 // order of [Config.Chunks], and within a chunk in the order of its placement
-// file: the cell at position i of the file of chunk ch has id FirstID(ch) + i.
+// file: the cell at position i of the file of chunk ch has id firstID(ch) + i.
 // They depend only on the configuration, not on which jobs ran first.
-func (c *Config) FirstID(cellType string, ch Chunk) (uint32, error) {
+func (c *Config) firstID(cellType string, ch Chunk) (uint32, error) {
 	if err := c.checkChunk(ch); err != nil {
 		return 0, err
 	}
@@ -81,19 +81,20 @@ func (c *Config) FirstID(cellType string, ch Chunk) (uint32, error) {
 }
 
 // Place places the cells of cellType in ch and writes their positions to
-// [PlacementPath](outDir, cellType, ch), creating folders as needed, and
+// outDir/placement/<cellType>/<chunk>.bin, creating folders as needed, and
 // returns how many it placed.
 //
-// The cells are uniform in the chunk, [Config.Count] of them, drawn from a
-// random stream seeded by (Seed, cellType, ch) alone, so the file is the same
-// whichever process writes it and in whichever order the jobs run. The file is
+// The cells are uniform in the chunk, as many as the density gives (the
+// mean rounded down or up at random), drawn from a random stream seeded by
+// (Seed, cellType, ch) alone, so the file is the same whichever process
+// writes it and in whichever order the jobs run. The file is
 // written to a temporary name in the same folder and renamed, so that a
 // reader never sees half of it; the temporary file is removed on error.
 func Place(cfg *Config, cellType string, ch Chunk, outDir string) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, fmt.Errorf("scaffold: place %s: invalid configuration: %w", cellType, err)
 	}
-	t, err := cfg.CellType(cellType)
+	t, err := cfg.cellType(cellType)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +103,7 @@ func Place(cfg *Config, cellType string, ch Chunk, outDir string) (int, error) {
 	}
 	s := newStream(cfg.Seed, "place", t.Name, ch.Index)
 	n := drawCount(cfg.expected(t), s)
-	lo, _ := cfg.ChunkBounds(ch)
+	lo, _ := cfg.chunkBounds(ch)
 	size := cfg.Box.Chunk
 	b := newFile(placeMagic, cfg.Hash(), n, placeRecord)
 	for range n {
@@ -113,29 +114,29 @@ func Place(cfg *Config, cellType string, ch Chunk, outDir string) (int, error) {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
 	}
-	path := PlacementPath(outDir, t.Name, ch)
+	path := placementPath(outDir, t.Name, ch)
 	if err := writeAtomic(path, b); err != nil {
 		return 0, fmt.Errorf("scaffold: place %s in chunk %s: %w", t.Name, ch, err)
 	}
 	return n, nil
 }
 
-// ReadPositions reads the placement file of cellType and ch, checking that the
+// readPositions reads the placement file of cellType and ch, checking that the
 // configuration wrote it, and returns the positions in file order.
-func ReadPositions(cfg *Config, cellType string, ch Chunk, outDir string) ([][3]float32, error) {
-	n, err := cfg.Count(cellType, ch)
+func readPositions(cfg *Config, cellType string, ch Chunk, outDir string) ([][3]float32, error) {
+	n, err := cfg.count(cellType, ch)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][3]float32, n)
-	if err := readPositions(PlacementPath(outDir, cellType, ch), cfg.Hash(), out); err != nil {
+	if err := readPositionsFile(placementPath(outDir, cellType, ch), cfg.Hash(), out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // readPositions reads a placement file of len(out) records into out.
-func readPositions(path string, hash uint64, out [][3]float32) error {
+func readPositionsFile(path string, hash uint64, out [][3]float32) error {
 	b, err := readFile(path)
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 //go:build race
 
-package scaffold_test
+package scaffold
 
 // raceEnabled shrinks the end-to-end tests under the race detector, which
 // makes the connectivity loops some ten times slower.

@@ -1,4 +1,4 @@
-package scaffold_test
+package scaffold
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // tiny is the scale of the end-to-end test: a run takes about a second, or
@@ -28,17 +26,17 @@ func tiny() float64 {
 // wrote against the configuration and the rules.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	cfg := scaffold.Default().Scaled(tiny())
+	cfg := Default().Scaled(tiny())
 	dir := t.TempDir()
 	st := runAll(t, cfg, dir, nil)
 
-	sum, err := scaffold.Summary(cfg, dir)
+	sum, err := Summary(cfg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("summary:\n%s", sum)
 	for i, typ := range cfg.CellTypes {
-		want, _ := cfg.Cells(typ.Name)
+		want, _ := cfg.cells(typ.Name)
 		if got := sum.Cells[i]; got.Name != typ.Name || got.N != int64(want) || want == 0 {
 			t.Errorf("Summary cells %+v, want %s %d (non-zero)", got, typ.Name, want)
 		}
@@ -56,11 +54,11 @@ func TestEndToEnd(t *testing.T) {
 	pos := map[string][][3]float32{} // all positions of a type, by global id
 	for _, typ := range cfg.CellTypes {
 		for _, ch := range cfg.Chunks() {
-			p, err := scaffold.ReadPositions(cfg, typ.Name, ch, dir)
+			p, err := readPositions(cfg, typ.Name, ch, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo, hi := cfg.ChunkBounds(ch)
+			lo, hi := cfg.chunkBounds(ch)
 			for _, q := range p {
 				for d := range 3 {
 					if float64(q[d]) < lo[d] || float64(q[d]) > hi[d] {
@@ -74,12 +72,12 @@ func TestEndToEnd(t *testing.T) {
 	for _, r := range cfg.Rules {
 		perTarget := make([]int, len(pos[r.To]))
 		for _, ch := range cfg.Chunks() {
-			pairs, err := scaffold.ReadConnections(cfg, r.Name, ch, dir)
+			pairs, err := readConnections(cfg, r.Name, ch, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, _ := cfg.FirstID(r.To, ch)
-			n, _ := cfg.Count(r.To, ch)
+			first, _ := cfg.firstID(r.To, ch)
+			n, _ := cfg.count(r.To, ch)
 			if !slices.IsSortedFunc(pairs, func(a, b [2]uint32) int {
 				if a[1] != b[1] {
 					return int(a[1]) - int(b[1])
@@ -146,7 +144,7 @@ func assertNoTemp(t *testing.T, dir string) {
 // another seed.
 func TestDeterminism(t *testing.T) {
 	t.Parallel()
-	cfg := scaffold.Default().Scaled(tiny() / 5)
+	cfg := Default().Scaled(tiny() / 5)
 	inOrder := t.TempDir()
 	runAll(t, cfg, inOrder, nil)
 	want := checksum(t, cfg, inOrder)
@@ -167,8 +165,8 @@ func TestDeterminism(t *testing.T) {
 	// Byte for byte, not only by checksum.
 	for _, ch := range cfg.Chunks() {
 		for _, r := range cfg.Rules {
-			a, _ := os.ReadFile(scaffold.ConnectivityPath(inOrder, r.Name, ch))
-			b, _ := os.ReadFile(scaffold.ConnectivityPath(concurrent, r.Name, ch))
+			a, _ := os.ReadFile(connectivityPath(inOrder, r.Name, ch))
+			b, _ := os.ReadFile(connectivityPath(concurrent, r.Name, ch))
 			if !slices.Equal(a, b) {
 				t.Errorf("%s %v: files differ", r.Name, ch)
 			}
@@ -183,7 +181,7 @@ func TestDeterminism(t *testing.T) {
 		t.Errorf("seed %d and %d give the same checksum %016x", cfg.Seed, other.Seed, got)
 	}
 	// And the checksum reads the content: one flipped byte changes it.
-	path := scaffold.ConnectivityPath(inOrder, cfg.Rules[0].Name, cfg.Chunks()[0])
+	path := connectivityPath(inOrder, cfg.Rules[0].Name, cfg.Chunks()[0])
 	b, err := os.ReadFile(path)
 	if err != nil || len(b) < 30 {
 		t.Fatalf("%s: %d bytes, %v", path, len(b), err)
@@ -199,21 +197,21 @@ func TestDeterminism(t *testing.T) {
 
 // runConcurrent runs every job of each phase in its own goroutine, the
 // connectivity jobs of all rules sharing the indexes.
-func runConcurrent(t *testing.T, cfg *scaffold.Config, dir string) {
+func runConcurrent(t *testing.T, cfg *Config, dir string) {
 	var wg sync.WaitGroup
 	for _, typ := range cfg.CellTypes {
 		for _, ch := range cfg.Chunks() {
 			wg.Go(func() {
-				if _, err := scaffold.Place(cfg, typ.Name, ch, dir); err != nil {
+				if _, err := Place(cfg, typ.Name, ch, dir); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	indexes := map[string]*scaffold.Index{}
+	indexes := map[string]*Index{}
 	for _, typ := range cfg.SourceTypes() {
-		ix, err := scaffold.BuildIndex(cfg, typ, dir, 0)
+		ix, err := BuildIndex(cfg, typ, dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +220,7 @@ func runConcurrent(t *testing.T, cfg *scaffold.Config, dir string) {
 	for _, r := range cfg.Rules {
 		for _, ch := range cfg.Chunks() {
 			wg.Go(func() {
-				if _, err := scaffold.Connect(cfg, r, ch, indexes[r.From], dir); err != nil {
+				if _, err := Connect(cfg, r, ch, indexes[r.From], dir); err != nil {
 					t.Error(err)
 				}
 			})
@@ -233,15 +231,15 @@ func runConcurrent(t *testing.T, cfg *scaffold.Config, dir string) {
 
 func TestAtomicWriteFailure(t *testing.T) {
 	t.Parallel()
-	cfg := scaffold.Default().Scaled(0.001)
+	cfg := Default().Scaled(0.001)
 	dir := t.TempDir()
 	ch := cfg.Chunks()[0]
 	// A non-empty folder where the file should go: the rename must fail.
-	path := scaffold.PlacementPath(dir, "golgi", ch)
+	path := placementPath(dir, "golgi", ch)
 	if err := os.MkdirAll(filepath.Join(path, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.Place(cfg, "golgi", ch, dir); err == nil || !strings.Contains(err.Error(), "place golgi in chunk 0-0-0") {
+	if _, err := Place(cfg, "golgi", ch, dir); err == nil || !strings.Contains(err.Error(), "place golgi in chunk 0-0-0") {
 		t.Errorf("Place over a folder: %v, want an error naming the job", err)
 	}
 	assertNoTemp(t, dir)
@@ -253,10 +251,10 @@ func TestAtomicWriteFailure(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("old content ", 10000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.Place(cfg, "golgi", ch, dir); err != nil {
+	if _, err := Place(cfg, "golgi", ch, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.ReadPositions(cfg, "golgi", ch, dir); err != nil {
+	if _, err := readPositions(cfg, "golgi", ch, dir); err != nil {
 		t.Errorf("after replacing: %v", err)
 	}
 	fi, err := os.Stat(path)
@@ -269,7 +267,7 @@ func TestAtomicWriteFailure(t *testing.T) {
 func TestRemoveTemp(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if n, err := scaffold.RemoveTemp(dir); n != 0 || err != nil {
+	if n, err := RemoveTemp(dir); n != 0 || err != nil {
 		t.Errorf("empty folder: %d, %v", n, err)
 	}
 	folder := filepath.Join(dir, "connectivity", "r")
@@ -287,7 +285,7 @@ func TestRemoveTemp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := scaffold.RemoveTemp(dir); n != 1 || err != nil {
+	if n, err := RemoveTemp(dir); n != 1 || err != nil {
 		t.Errorf("RemoveTemp = %d, %v; want 1, nil", n, err)
 	}
 	for name, removed := range files {
@@ -303,56 +301,56 @@ func TestRemoveTemp(t *testing.T) {
 // missing one, the wrong index, a changed rule, a chunk of another grid.
 func TestMisuse(t *testing.T) {
 	t.Parallel()
-	cfg := scaffold.Default().Scaled(0.002)
+	cfg := Default().Scaled(0.002)
 	dir := t.TempDir()
 	runAll(t, cfg, dir, nil)
 	ch := cfg.Chunks()[1]
 	rule := cfg.Rules[0]
-	ix, err := scaffold.BuildIndex(cfg, rule.From, dir, 0)
+	ix, err := BuildIndex(cfg, rule.From, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	other := cfg.Scaled(1)
 	other.Seed++
-	if _, err := scaffold.BuildIndex(other, rule.From, dir, 0); !errors.Is(err, scaffold.ErrBadFile) || !strings.Contains(err.Error(), "not this one") {
+	if _, err := BuildIndex(other, rule.From, dir, 0); !errors.Is(err, errBadFile) || !strings.Contains(err.Error(), "not this one") {
 		t.Errorf("BuildIndex over another configuration's files: %v", err)
 	}
-	if _, err := scaffold.Connect(other, rule, ch, ix, dir); !errors.Is(err, scaffold.ErrWrongIndex) {
+	if _, err := Connect(other, rule, ch, ix, dir); !errors.Is(err, errWrongIndex) {
 		t.Errorf("Connect with an index of another configuration: %v", err)
 	}
-	if _, err := scaffold.Checksum(other, dir); !errors.Is(err, scaffold.ErrBadFile) {
+	if _, err := Checksum(other, dir); !errors.Is(err, errBadFile) {
 		t.Errorf("Checksum of another configuration: %v", err)
 	}
-	wrong, err := scaffold.BuildIndex(cfg, rule.To, dir, 0)
+	wrong, err := BuildIndex(cfg, rule.To, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.Connect(cfg, rule, ch, wrong, dir); !errors.Is(err, scaffold.ErrWrongIndex) {
+	if _, err := Connect(cfg, rule, ch, wrong, dir); !errors.Is(err, errWrongIndex) {
 		t.Errorf("Connect with the target's index: %v", err)
 	}
-	if _, err := scaffold.Connect(cfg, rule, ch, nil, dir); !errors.Is(err, scaffold.ErrWrongIndex) {
+	if _, err := Connect(cfg, rule, ch, nil, dir); !errors.Is(err, errWrongIndex) {
 		t.Errorf("Connect with a nil index: %v", err)
 	}
 	changed := rule
 	changed.MaxDistance++
-	if _, err := scaffold.Connect(cfg, changed, ch, ix, dir); !errors.Is(err, scaffold.ErrUnknownRule) {
+	if _, err := Connect(cfg, changed, ch, ix, dir); !errors.Is(err, errUnknownRule) {
 		t.Errorf("Connect with a changed rule: %v", err)
 	}
-	if _, err := scaffold.Place(cfg, "granule", scaffold.Chunk{Index: 0, X: 99}, dir); !errors.Is(err, scaffold.ErrBadChunk) {
+	if _, err := Place(cfg, "granule", Chunk{Index: 0, X: 99}, dir); !errors.Is(err, errBadChunk) {
 		t.Errorf("Place in a chunk outside the grid: %v", err)
 	}
-	if _, err := scaffold.Place(cfg, "purkinje", ch, dir); !errors.Is(err, scaffold.ErrUnknownType) {
+	if _, err := Place(cfg, "purkinje", ch, dir); !errors.Is(err, errUnknownType) {
 		t.Errorf("Place of an unknown type: %v", err)
 	}
 	invalid := cfg.Scaled(1)
 	invalid.Box.Chunk[0] = 0
-	if _, err := scaffold.Place(invalid, "granule", ch, dir); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
+	if _, err := Place(invalid, "granule", ch, dir); err == nil || !strings.Contains(err.Error(), "invalid configuration") {
 		t.Errorf("Place with an invalid configuration: %v", err)
 	}
 
 	// A truncated placement file.
-	path := scaffold.PlacementPath(dir, rule.To, ch)
+	path := placementPath(dir, rule.To, ch)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -360,24 +358,24 @@ func TestMisuse(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)-5], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.Connect(cfg, rule, ch, ix, dir); !errors.Is(err, scaffold.ErrBadFile) {
+	if _, err := Connect(cfg, rule, ch, ix, dir); !errors.Is(err, errBadFile) {
 		t.Errorf("Connect over a truncated file: %v", err)
 	}
-	if _, err := scaffold.Summary(cfg, dir); !errors.Is(err, scaffold.ErrBadFile) {
+	if _, err := Summary(cfg, dir); !errors.Is(err, errBadFile) {
 		t.Errorf("Summary over a truncated file: %v", err)
 	}
 	// A connectivity file that is not one.
-	if err := os.WriteFile(scaffold.ConnectivityPath(dir, rule.Name, ch), b, 0o644); err != nil {
+	if err := os.WriteFile(connectivityPath(dir, rule.Name, ch), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.ReadConnections(cfg, rule.Name, ch, dir); !errors.Is(err, scaffold.ErrBadFile) || !strings.Contains(err.Error(), "magic") {
+	if _, err := readConnections(cfg, rule.Name, ch, dir); !errors.Is(err, errBadFile) || !strings.Contains(err.Error(), "magic") {
 		t.Errorf("ReadConnections of a placement file: %v", err)
 	}
 	// A missing one.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scaffold.BuildIndex(cfg, rule.To, dir, 0); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := BuildIndex(cfg, rule.To, dir, 0); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("BuildIndex with a missing file: %v", err)
 	}
 }

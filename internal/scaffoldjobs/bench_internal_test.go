@@ -23,7 +23,7 @@ func BenchmarkJobArg(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := ConnectArg{Config: ref, Out: "/tmp/some/out/folder", Rule: "granule_to_golgi", Chunk: cfg.Chunks()[5]}
+	a := connectArg{Config: ref, Out: "/tmp/some/out/folder", Rule: "granule_to_golgi", Chunk: cfg.Chunks()[5]}
 	var wire bytes.Buffer
 	if err := gob.NewEncoder(&wire).Encode(a); err != nil {
 		b.Fatal(err)
@@ -40,16 +40,16 @@ func BenchmarkJobArg(b *testing.B) {
 	})
 	b.Run("decode", func(b *testing.B) {
 		ctx := cachepool.WithCache(context.Background(), cachepool.New())
-		if _, err := Configs.Item(ref).Get(ctx); err != nil { // the worker's first job
+		if _, err := configs.Item(ref).Get(ctx); err != nil { // the worker's first job
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			var v ConnectArg
+			var v connectArg
 			if err := gob.NewDecoder(bytes.NewReader(wire.Bytes())).Decode(&v); err != nil {
 				b.Fatal(err)
 			}
-			c, err := Configs.Item(v.Config).Get(ctx)
+			c, err := configs.Item(v.Config).Get(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func BenchmarkJobArg(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			Indexes.Item(indexParam{Config: v.Config, Out: v.Out, Type: r.From})
+			indexes.Item(indexParam{Config: v.Config, Out: v.Out, Type: r.From})
 		}
 	})
 	b.Run("first-build", func(b *testing.B) {

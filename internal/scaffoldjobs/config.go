@@ -16,9 +16,9 @@ import (
 	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
-// ConfigRef identifies a plan's configuration in a job's argument: what it
+// configRef identifies a plan's configuration in a job's argument: what it
 // is (its hash) and where a worker reads it (see the package doc).
-type ConfigRef struct {
+type configRef struct {
 	// Hash is the configuration's [scaffold.Config.Hash].
 	Hash uint64
 	// File is the absolute path of the file that holds the configuration as
@@ -26,28 +26,29 @@ type ConfigRef struct {
 	File string
 }
 
-// Configs is the family of configuration items, one member per
-// [ConfigRef], named by the hash and the xxhash64 of the file's path. A member's build reads the file, decodes it, checks its hash
+// configs is the family of configuration items, one member per
+// [configRef], named by the hash and the xxhash64 of the file's path. A
+// member's build reads the file, decodes it, checks its hash
 // against the ref's and validates it; its value is shared by every job of the
 // plan that runs in the process and must not be changed.
-var Configs = cachepool.DefineFamily("scaffold.config", loadConfig,
-	cachepool.MemberName(func(r ConfigRef) string {
+var configs = cachepool.DefineFamily("scaffold.config", loadConfig,
+	cachepool.MemberName(func(r configRef) string {
 		return fmt.Sprintf("%016x@%016x", r.Hash, xxhash.Sum64String(r.File))
 	}),
 )
 
 // loadConfig builds the configuration item of ref.
-func loadConfig(_ context.Context, ref ConfigRef) (*scaffold.Config, error) {
+func loadConfig(_ context.Context, ref configRef) (*scaffold.Config, error) {
 	b, err := os.ReadFile(ref.File)
 	if err != nil {
 		return nil, fmt.Errorf("scaffoldjobs: configuration: %w", err)
 	}
 	var cfg scaffold.Config
 	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrConfigChanged, ref.File, err)
+		return nil, fmt.Errorf("%w: %s: %w", errConfigChanged, ref.File, err)
 	}
 	if h := cfg.Hash(); h != ref.Hash {
-		return nil, fmt.Errorf("%w: %s holds configuration %016x, the job was queued with %016x", ErrConfigChanged, ref.File, h, ref.Hash)
+		return nil, fmt.Errorf("%w: %s holds configuration %016x, the job was queued with %016x", errConfigChanged, ref.File, h, ref.Hash)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("scaffoldjobs: configuration %s: %w", ref.File, err)
@@ -61,22 +62,22 @@ const configPrefix = ".poolrun-config-"
 // writeConfig writes cfg, as JSON, to a new file in out (created if need be)
 // with mode 0600 and returns its ref. The file is complete and closed when
 // writeConfig returns; on error there is no file.
-func writeConfig(cfg *scaffold.Config, out string) (ConfigRef, error) {
+func writeConfig(cfg *scaffold.Config, out string) (configRef, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
-		return ConfigRef{}, fmt.Errorf("scaffoldjobs: encoding the configuration: %w", err)
+		return configRef{}, fmt.Errorf("scaffoldjobs: encoding the configuration: %w", err)
 	}
 	if out, err = filepath.Abs(out); err != nil {
-		return ConfigRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
+		return configRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
 	}
 	if err := os.MkdirAll(out, 0o777); err != nil {
-		return ConfigRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
+		return configRef{}, fmt.Errorf("scaffoldjobs: output folder: %w", err)
 	}
-	ref := ConfigRef{Hash: cfg.Hash()}
+	ref := configRef{Hash: cfg.Hash()}
 	// CreateTemp opens a new name exclusively, with mode 0600.
 	f, err := os.CreateTemp(out, fmt.Sprintf("%s%016x-*.json", configPrefix, ref.Hash))
 	if err != nil {
-		return ConfigRef{}, fmt.Errorf("scaffoldjobs: writing the configuration: %w", err)
+		return configRef{}, fmt.Errorf("scaffoldjobs: writing the configuration: %w", err)
 	}
 	ref.File = f.Name()
 	_, err = f.Write(b)
@@ -85,7 +86,7 @@ func writeConfig(cfg *scaffold.Config, out string) (ConfigRef, error) {
 	}
 	if err != nil {
 		os.Remove(ref.File)
-		return ConfigRef{}, fmt.Errorf("scaffoldjobs: writing the configuration: %w", err)
+		return configRef{}, fmt.Errorf("scaffoldjobs: writing the configuration: %w", err)
 	}
 	return ref, nil
 }

@@ -1,4 +1,4 @@
-package scaffoldjobs_test
+package scaffoldjobs
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/scaffold"
-	"github.com/poolrun/poolrun/internal/scaffoldjobs"
 )
 
 // resident reports which of the given keys the running worker's cache holds.
@@ -27,7 +26,7 @@ var resident = engine.Register("scaffoldjobs_test.resident", func(ctx context.Co
 })
 
 // allJobs returns the plan's jobs as dependencies.
-func allJobs(plan *scaffoldjobs.Plan) []engine.Dep {
+func allJobs(plan *Plan) []engine.Dep {
 	var deps []engine.Dep
 	for _, j := range slices.Concat(plan.Place, plan.Connect) {
 		deps = append(deps, j)
@@ -73,7 +72,7 @@ func TestConfigItemBuiltOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := engine.New(engine.Workers(tt.workers))
-			plan, err := scaffoldjobs.Queue(p, tt.cfg, t.TempDir())
+			plan, err := Queue(p, tt.cfg, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +109,7 @@ func TestConfigItemFreed(t *testing.T) {
 	for _, workers := range []int{1, 0} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			p := engine.New(engine.Workers(workers))
-			plan, err := scaffoldjobs.Queue(p, scaffold.Default().Scaled(0.002), t.TempDir())
+			plan, err := Queue(p, scaffold.Default().Scaled(0.002), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,10 +148,10 @@ func TestConfigFile(t *testing.T) {
 		name      string
 		workers   int
 		opts      []engine.Option
-		interrupt bool                                                       // cancel the pool's context once a job succeeded
-		setup     func(t *testing.T, out string, ref scaffoldjobs.ConfigRef) // after Queue, before Run
-		wantErr   string                                                     // in Run's error; "" for none
-		leaves    bool                                                       // the file cannot be removed (and Run says so)
+		interrupt bool                                          // cancel the pool's context once a job succeeded
+		setup     func(t *testing.T, out string, ref configRef) // after Queue, before Run
+		wantErr   string                                        // in Run's error; "" for none
+		leaves    bool                                          // the file cannot be removed (and Run says so)
 	}{
 		{name: "succeeded/workers=2", workers: 2},
 		{name: "succeeded/workers=0", workers: 0},
@@ -175,7 +174,7 @@ func TestConfigFile(t *testing.T) {
 		{name: "interrupted/workers=0", workers: 0, interrupt: true, wantErr: context.Canceled.Error()},
 		{
 			name: "changed/workers=2", workers: 2,
-			setup: func(t *testing.T, out string, ref scaffoldjobs.ConfigRef) {
+			setup: func(t *testing.T, out string, ref configRef) {
 				other := *cfg
 				other.Seed++
 				b, err := json.Marshal(&other)
@@ -186,13 +185,13 @@ func TestConfigFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantErr: scaffoldjobs.ErrConfigChanged.Error(),
+			wantErr: errConfigChanged.Error(),
 		},
 		{
 			// The file cannot be removed: Run reports it, so Run waited
 			// for the removal.
 			name: "unremovable/workers=2", workers: 2,
-			setup: func(t *testing.T, out string, ref scaffoldjobs.ConfigRef) {
+			setup: func(t *testing.T, out string, ref configRef) {
 				if err := os.Remove(ref.File); err != nil {
 					t.Fatal(err)
 				}
@@ -218,13 +217,13 @@ func TestConfigFile(t *testing.T) {
 				}))
 			}
 			p := engine.New(opts...)
-			plan, err := scaffoldjobs.Queue(p, cfg, out)
+			plan, err := Queue(p, cfg, out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkFile(t, out, plan.ConfigRef)
+			checkFile(t, out, plan.ref)
 			if tt.setup != nil {
-				tt.setup(t, out, plan.ConfigRef)
+				tt.setup(t, out, plan.ref)
 			}
 			err = p.Run(ctx)
 			switch {
@@ -248,7 +247,7 @@ func TestConfigFile(t *testing.T) {
 
 // blockPlacement makes every placement job fail: the placement folder is a
 // file.
-func blockPlacement(t *testing.T, out string, _ scaffoldjobs.ConfigRef) {
+func blockPlacement(t *testing.T, out string, _ configRef) {
 	if err := os.WriteFile(out+"/placement", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +255,7 @@ func blockPlacement(t *testing.T, out string, _ scaffoldjobs.ConfigRef) {
 
 // checkFile checks the file ref names: in out, private, holding the
 // configuration.
-func checkFile(t *testing.T, out string, ref scaffoldjobs.ConfigRef) {
+func checkFile(t *testing.T, out string, ref configRef) {
 	t.Helper()
 	if names := leftovers(t, out); len(names) != 1 || out+"/"+names[0] != ref.File {
 		t.Fatalf("after Queue, %s holds %q; the plan's file is %s", out, names, ref.File)
@@ -286,11 +285,11 @@ func checkFile(t *testing.T, out string, ref scaffoldjobs.ConfigRef) {
 func TestCloseWithoutRun(t *testing.T) {
 	out := t.TempDir()
 	p := engine.New(engine.Workers(0))
-	plan, err := scaffoldjobs.Queue(p, scaffold.Default().Scaled(0.002), out)
+	plan, err := Queue(p, scaffold.Default().Scaled(0.002), out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, out, plan.ConfigRef)
+	checkFile(t, out, plan.ref)
 	for range 2 {
 		if err := plan.Close(); err != nil {
 			t.Fatal(err)
@@ -308,7 +307,7 @@ func TestQueueInvalid(t *testing.T) {
 	cfg := scaffold.Default().Scaled(0.002)
 	cfg.CellTypes[0].Density = -1
 	p := engine.New(engine.Workers(0))
-	if _, err := scaffoldjobs.Queue(p, cfg, out); err == nil {
+	if _, err := Queue(p, cfg, out); err == nil {
 		t.Fatal("Queue accepted a negative density")
 	} else if ce := new(scaffold.ConfigError); !errors.As(err, &ce) {
 		t.Errorf("Queue: %v, want a *scaffold.ConfigError", err)

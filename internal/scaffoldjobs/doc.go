@@ -7,11 +7,11 @@
 // Two kinds of item, both families ([cachepool.DefineFamily]) since their
 // names are known only at run time:
 //
-//   - [Configs]: the configuration, decoded from its file, checked against
+//   - The configuration: decoded from its file, checked against
 //     the hash the job was queued with, and validated. Every job of a plan
 //     needs it, so a worker builds it once, on its first job of the plan, and
 //     every later job on that worker finds it in the cache.
-//   - [Indexes]: the spatial index of a rule's source type, built from every
+//   - The spatial index of a rule's source type, built from every
 //     placement file of that type. The connectivity jobs of the rules from
 //     that type need it; a worker builds it once, on its first such job. Its
 //     build gets the configuration item (a hit: the job got it first).
@@ -23,7 +23,7 @@
 //
 // # How a worker gets the configuration
 //
-// A job's argument carries a [ConfigRef] (the configuration's
+// A job's argument carries a reference to the configuration (its
 // [scaffold.Config.Hash] and the path of a file that holds it), never the
 // configuration itself: a small argument whatever the configuration's size
 // (bench/README.md has BenchmarkJobArg's figures), and no JSON decoding
@@ -37,8 +37,9 @@
 // that every worker of the plan can already read. The write is atomic for
 // readers because of its order: the path reaches workers only in the
 // arguments of jobs queued after the file was complete and closed. A worker
-// that reads a file whose content does not hash to the [ConfigRef]'s hash
-// (changed, truncated) refuses it with [ErrConfigChanged]; it never computes
+// that reads a file whose content does not hash to the reference's hash
+// (changed, truncated) fails its job, saying that the configuration file
+// changed since it was queued; it never computes
 // with another configuration than the one its job was queued with.
 //
 // The file is removed when every job of the plan has finished, whatever

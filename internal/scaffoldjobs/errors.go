@@ -2,8 +2,8 @@ package scaffoldjobs
 
 import "errors"
 
-// ErrConfigChanged is returned (in the message of a job's error) when the
-// configuration file a job's [ConfigRef] names does not hold the configuration
+// errConfigChanged is returned (in the message of a job's error) when the
+// configuration file a job's [configRef] names does not hold the configuration
 // of the ref's hash: it was changed, replaced or cut short after [Queue] wrote
 // it.
-var ErrConfigChanged = errors.New("scaffoldjobs: configuration file changed since it was queued")
+var errConfigChanged = errors.New("scaffoldjobs: configuration file changed since it was queued")

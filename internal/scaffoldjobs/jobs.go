@@ -13,17 +13,17 @@ import (
 // indexParam identifies an index: the configuration, the output folder it
 // reads from, and the cell type.
 type indexParam struct {
-	Config ConfigRef
+	Config configRef
 	Out    string
 	Type   string
 }
 
-// Indexes is the family of index items, one member per (configuration,
+// indexes is the family of index items, one member per (configuration,
 // output folder, cell type). A member's build gets the configuration item
 // first. Its members report their memory with Size.
-var Indexes = cachepool.DefineFamily("scaffold.index",
+var indexes = cachepool.DefineFamily("scaffold.index",
 	func(ctx context.Context, p indexParam) (*scaffold.Index, error) {
-		cfg, err := Configs.Item(p.Config).Get(ctx)
+		cfg, err := configs.Item(p.Config).Get(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -35,38 +35,38 @@ var Indexes = cachepool.DefineFamily("scaffold.index",
 	cachepool.Size(func(ix *scaffold.Index) int64 { return ix.Bytes() }),
 )
 
-// PlaceArg is the argument of a placement job.
-type PlaceArg struct {
-	Config ConfigRef
+// placeArg is the argument of a placement job.
+type placeArg struct {
+	Config configRef
 	Out    string
 	Type   string
 	Chunk  scaffold.Chunk
 }
 
-// ConnectArg is the argument of a connectivity job.
-type ConnectArg struct {
-	Config ConfigRef
+// connectArg is the argument of a connectivity job.
+type connectArg struct {
+	Config configRef
 	Out    string
 	Rule   string
 	Chunk  scaffold.Chunk
 }
 
-// Place places the cells of one type in one chunk; its result is the
+// place places the cells of one type in one chunk; its result is the
 // number of cells. Its jobs need the configuration item of their
-// [PlaceArg.Config].
-var Place = engine.Register("scaffold.place", func(ctx context.Context, a PlaceArg) (int, error) {
-	cfg, err := Configs.Item(a.Config).Get(ctx)
+// [placeArg.Config].
+var place = engine.Register("scaffold.place", func(ctx context.Context, a placeArg) (int, error) {
+	cfg, err := configs.Item(a.Config).Get(ctx)
 	if err != nil {
 		return 0, err
 	}
 	return scaffold.Place(cfg, a.Type, a.Chunk, a.Out)
 })
 
-// Connect connects the cells of one chunk by one rule; its result is the
+// connect connects the cells of one chunk by one rule; its result is the
 // number of connections. Its jobs need the configuration item of their
-// [ConnectArg.Config] and the index of the rule's source type.
-var Connect = engine.Register("scaffold.connect", func(ctx context.Context, a ConnectArg) (int, error) {
-	cfg, err := Configs.Item(a.Config).Get(ctx)
+// [connectArg.Config] and the index of the rule's source type.
+var connect = engine.Register("scaffold.connect", func(ctx context.Context, a connectArg) (int, error) {
+	cfg, err := configs.Item(a.Config).Get(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -74,7 +74,7 @@ var Connect = engine.Register("scaffold.connect", func(ctx context.Context, a Co
 	if err != nil {
 		return 0, err
 	}
-	ix, err := Indexes.Item(indexParam{Config: a.Config, Out: a.Out, Type: rule.From}).Get(ctx)
+	ix, err := indexes.Item(indexParam{Config: a.Config, Out: a.Out, Type: rule.From}).Get(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -12,21 +12,19 @@ import (
 
 // Plan is the scaffold workload queued on a pool.
 type Plan struct {
-	Config *scaffold.Config // as given to Queue
-	Out    string           // the output folder, as given to Queue
 	// Place holds the placement jobs, by cell type then chunk; Connect the
 	// connectivity jobs, by rule then chunk.
 	Place   []*engine.Job[int]
 	Connect []*engine.Job[int]
-	// ConfigRef names the configuration in every job's argument; its File
-	// exists until every job of the plan has finished (or Close).
-	ConfigRef ConfigRef
 	// ConfigItem is the configuration item, which every job needs.
 	ConfigItem cachepool.Handle
 	// IndexItems are the index items the connectivity jobs need, by cell
 	// type.
 	IndexItems map[string]cachepool.Handle
 
+	// ref names the configuration in every job's argument; its file exists
+	// until every job of the plan has finished (or Close).
+	ref  configRef
 	file *configFile
 }
 
@@ -43,10 +41,9 @@ func Queue(p *engine.Pool, cfg *scaffold.Config, out string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfgItem := Configs.Item(ref)
+	cfgItem := configs.Item(ref)
 	plan := &Plan{
-		Config: cfg, Out: out,
-		ConfigRef: ref, ConfigItem: cfgItem,
+		ref: ref, ConfigItem: cfgItem,
 		IndexItems: map[string]cachepool.Handle{},
 		file:       &configFile{path: ref.File, gone: make(chan struct{})},
 	}
@@ -54,7 +51,7 @@ func Queue(p *engine.Pool, cfg *scaffold.Config, out string) (*Plan, error) {
 	byType := map[string][]*engine.Job[int]{}
 	for _, ct := range cfg.CellTypes {
 		for _, ch := range chunks {
-			j := engine.Queue(p, Place, PlaceArg{Config: ref, Out: out, Type: ct.Name, Chunk: ch},
+			j := engine.Queue(p, place, placeArg{Config: ref, Out: out, Type: ct.Name, Chunk: ch},
 				engine.Needs(cfgItem),
 				engine.Label("type", ct.Name), engine.Label("chunk", ch.String()))
 			byType[ct.Name] = append(byType[ct.Name], j)
@@ -64,7 +61,7 @@ func Queue(p *engine.Pool, cfg *scaffold.Config, out string) (*Plan, error) {
 	for _, r := range cfg.Rules {
 		item, ok := plan.IndexItems[r.From]
 		if !ok {
-			item = Indexes.Item(indexParam{Config: ref, Out: out, Type: r.From})
+			item = indexes.Item(indexParam{Config: ref, Out: out, Type: r.From})
 			plan.IndexItems[r.From] = item
 		}
 		var sources []engine.Dep
@@ -72,7 +69,7 @@ func Queue(p *engine.Pool, cfg *scaffold.Config, out string) (*Plan, error) {
 			sources = append(sources, j)
 		}
 		for _, ch := range chunks {
-			j := engine.Queue(p, Connect, ConnectArg{Config: ref, Out: out, Rule: r.Name, Chunk: ch},
+			j := engine.Queue(p, connect, connectArg{Config: ref, Out: out, Rule: r.Name, Chunk: ch},
 				engine.After(sources...), engine.After(byType[r.To][ch.Index]),
 				engine.Needs(cfgItem, item),
 				engine.Label("rule", r.Name), engine.Label("chunk", ch.String()))

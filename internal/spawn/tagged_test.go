@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,9 +44,9 @@ func TestSignalTagged(t *testing.T) {
 	// setsid has run once the grandchild is sleep: it makes the new
 	// session, then executes sleep.
 	deadline := time.Now().Add(10 * time.Second)
-	for cmdline(victim) != "sleep\x0030\x00" {
+	for !slices.Equal(proctest.Cmdline(victim), []string{"sleep", "30"}) {
 		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d runs %q, not sleep 30", victim, cmdline(victim))
+			t.Fatalf("grandchild %d runs %q, not sleep 30", victim, proctest.Cmdline(victim))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -65,13 +66,6 @@ func TestSignalTagged(t *testing.T) {
 	if !proctest.Alive(other) {
 		t.Errorf("a process with another tag was killed")
 	}
-}
-
-// cmdline returns the command line of process pid, its arguments each
-// ended by a NUL, or "".
-func cmdline(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return string(data)
 }
 
 // TestSignalTaggedOtherUser: a process of another user that carries the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -204,24 +203,19 @@ func (p *parser) read(data []byte) *Workflow {
 // returns its root node, or nil if there is none. It reports a YAML error,
 // after which nothing can be read, and returns false.
 func (p *parser) document(data []byte) (*yaml.Node, bool) {
-	r := yamlline.NewReader(data)
-	dec := yaml.NewDecoder(r)
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, true
-		}
-		p.yamlError(data, err, r.Offset())
+	doc, next, err := yamlline.Decode(data)
+	var bad *yamlline.Error
+	switch {
+	case errors.As(err, &bad):
+		p.yamlError(data, bad)
 		return nil, false
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
 	case err != nil:
-		p.yamlError(data, err, r.Offset())
+		p.fail(1, "bad YAML: %v", err)
 		return nil, false
-	default:
-		p.fail(next.Line, "a second YAML document: a workflow file holds only one")
+	case doc == nil:
+		return nil, true
+	case next > 0:
+		p.fail(next, "a second YAML document: a workflow file holds only one")
 		return nil, false
 	}
 	if doc.Kind == yaml.DocumentNode {
@@ -230,18 +224,16 @@ func (p *parser) document(data []byte) (*yaml.Node, bool) {
 		}
 		return resolve(doc.Content[0]), true
 	}
-	return resolve(&doc), true
+	return resolve(doc), true
 }
 
-// yamlError reports an error of the YAML library, at the line package
-// yamlline finds. read is the number of bytes of data the library had read
-// when it failed.
-func (p *parser) yamlError(data []byte, err error, read int) {
-	line, msg := yamlline.Locate(data, err, read)
-	if bytes.Contains(yamlline.LineText(data, line), []byte("${")) {
+// yamlError reports an error of the YAML library in data.
+func (p *parser) yamlError(data []byte, err *yamlline.Error) {
+	msg := err.Msg
+	if bytes.Contains(yamlline.LineText(data, err.Line), []byte("${")) {
 		msg += `; inside [ ] and { }, quote strings that contain ${...}: ["a-${i}"]`
 	}
-	p.fail(line, "bad YAML: %s", msg)
+	p.fail(err.Line, "bad YAML: %s", msg)
 }
 
 // resolve follows aliases to the node they stand for.

@@ -161,7 +161,7 @@
 //
 // [Load] reads only a regular file: a named pipe, a device (an endless one
 // such as /dev/zero) or a directory is refused at once. It refuses a file
-// larger than [MaxFileSize] (16 MiB) with [ErrTooLarge], from its size,
+// larger than [MaxFileSize] (16 MiB) with [regfile.ErrTooLarge], from its size,
 // before reading it.
 //
 // Parse reports every mistake it finds, not only the first: after one,

@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-// ErrTooLarge is returned by [Load] when the file holds more than
-// [MaxFileSize] bytes.
-var ErrTooLarge = fmt.Errorf("workflow: file larger than the limit of %d MiB (workflow.MaxFileSize)", MaxFileSize>>20)
-
 // MaxErrors is the number of mistakes an [*Errors] lists at most; it
 // counts the others in [Errors.More].
 const MaxErrors = 20

@@ -25,11 +25,11 @@ func ownFile(path, kind string) string {
 	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".poolrun-"+kind)
 }
 
-// MatchName reports whether the file name name matches pattern, as
+// matchName reports whether the file name name matches pattern, as
 // [path/filepath.Match] does, except that a name that begins with a dot
 // matches only a pattern that begins with one, as in the shell: "*" does
 // not match ".git". A malformed pattern matches nothing.
-func MatchName(pattern, name string) bool {
+func matchName(pattern, name string) bool {
 	if strings.HasPrefix(name, ".") && !strings.HasPrefix(pattern, ".") {
 		return false
 	}
@@ -38,8 +38,10 @@ func MatchName(pattern, name string) bool {
 }
 
 // Glob returns the names of the files and folders that pattern matches,
-// in lexical order, as [path/filepath.Glob] does but with [MatchName]'s
-// rule for names that begin with a dot, in every part of the path.
+// in lexical order, as [path/filepath.Glob] does but with the shell's
+// rule for names that begin with a dot, in every part of the path: such a
+// name matches only a pattern that begins with a dot ("*" does not match
+// ".git").
 // Folders that cannot be read are passed over; a malformed pattern
 // matches nothing.
 func Glob(pattern string) []string {
@@ -96,7 +98,7 @@ func glob(dir string, parts []string, out *[]string) {
 		return
 	}
 	for _, e := range entries {
-		if !MatchName(part, e.Name()) {
+		if !matchName(part, e.Name()) {
 			continue
 		}
 		next := filepath.Join(dir, e.Name())
@@ -133,7 +135,7 @@ func (p *parser) confine(o string) string {
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	for _, part := range parts {
-		if MatchName(part, ".git") {
+		if matchName(part, ".git") {
 			return "it would reach into a .git folder"
 		}
 	}
@@ -144,7 +146,7 @@ func (p *parser) confine(o string) string {
 			{filepath.Base(StateFile(base)), "the workflow's state file"},
 			{filepath.Base(LockFile(base)), "the workflow's lock file"},
 		} {
-			if MatchName(parts[0], own.name) {
+			if matchName(parts[0], own.name) {
 				return fmt.Sprintf("it would match %s %s", own.what, own.name)
 			}
 		}

@@ -9,28 +9,6 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-func TestMatchName(t *testing.T) {
-	tests := []struct {
-		pattern, name string
-		want          bool
-	}{
-		{"*", "a.txt", true},
-		{"*", ".git", false},
-		{"*", ".hidden", false},
-		{".*", ".git", true},
-		{"?git", ".git", false},
-		{"[.]git", ".git", false},
-		{".g*", ".gitignore", true},
-		{"*.txt", "a.txt", true},
-		{"[", "a", false}, // malformed
-	}
-	for _, tt := range tests {
-		if got := workflow.MatchName(tt.pattern, tt.name); got != tt.want {
-			t.Errorf("MatchName(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestGlob(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"a.txt", ".hidden.txt", "sub/b.txt", "sub/.c.txt", ".git/config", "d.x/e.txt"} {

@@ -104,16 +104,13 @@ func Parse(file string, data []byte) (*Workflow, error) {
 // [regfile.ErrNotRegular]. If the file cannot be read Load returns the
 // error of opening or reading it, which names the path; if it holds more
 // than [MaxFileSize] bytes, an error that names the path, gives its size
-// and matches [ErrTooLarge], having read nothing (or, had the file grown
-// while read, MaxFileSize+1 bytes); otherwise it behaves as [Parse] with
-// path as the file name.
+// and the limit and matches [regfile.ErrTooLarge], having read nothing
+// (or, had the file grown while read, MaxFileSize+1 bytes); otherwise it
+// behaves as [Parse] with path as the file name.
 func Load(path string) (*Workflow, error) {
 	data, err := regfile.ReadFile(path, MaxFileSize)
-	var big *regfile.TooLargeError
 	var odd *regfile.NotRegularError
 	switch {
-	case errors.As(err, &big):
-		return nil, fmt.Errorf("%s: %w: it holds %d bytes", path, ErrTooLarge, big.Size)
 	case errors.As(err, &odd) && odd.Mode.Type() == fs.ModeNamedPipe:
 		// Not waited for: open(2) would wait for a writer where no signal
 		// ends the wait. And a workflow's paths (its inputs and outputs,

@@ -523,8 +523,8 @@ func TestLoadTooLarge(t *testing.T) {
 			if err == nil {
 				t.Fatal("Load succeeded")
 			}
-			if got := errors.Is(err, workflow.ErrTooLarge); got != tt.tooLarge {
-				t.Fatalf("Load(%s) = %v; errors.Is(err, ErrTooLarge) = %v, want %v", tt.path, err, got, tt.tooLarge)
+			if got := errors.Is(err, regfile.ErrTooLarge); got != tt.tooLarge {
+				t.Fatalf("Load(%s) = %v; errors.Is(err, regfile.ErrTooLarge) = %v, want %v", tt.path, err, got, tt.tooLarge)
 			}
 			if tt.tooLarge && (!strings.HasPrefix(err.Error(), tt.path+": ") || !strings.Contains(err.Error(), "16 MiB") || !strings.Contains(err.Error(), "16777217 bytes")) {
 				t.Errorf("error %q does not name the file, its size and the limit", err)
@@ -533,7 +533,7 @@ func TestLoadTooLarge(t *testing.T) {
 	}
 	t.Run("endless", func(t *testing.T) {
 		_, err := workflow.Load("/dev/zero")
-		if !errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, workflow.ErrTooLarge) || err.Error() != "/dev/zero: is a device, not a regular file" {
+		if !errors.Is(err, regfile.ErrNotRegular) || errors.Is(err, regfile.ErrTooLarge) || err.Error() != "/dev/zero: is a device, not a regular file" {
 			t.Errorf("Load(/dev/zero) = %v; want it refused as a device", err)
 		}
 	})

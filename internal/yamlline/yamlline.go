@@ -1,15 +1,15 @@
-// Package yamlline finds the line of an error of the YAML library
-// (go.yaml.in/yaml/v3) in the document it decoded, for messages of the
-// form FILE:LINE. The library's own line is not reliable: for many errors
-// it is the line before the start of the enclosing block, which can be far
-// above the mistake, and some errors have none.
+// Package yamlline decodes data that holds one YAML document with the YAML
+// library (go.yaml.in/yaml/v3) and finds the line of its error, for
+// messages of the form FILE:LINE. The library's own line is not reliable:
+// for many errors it is the line before the start of the enclosing block,
+// which can be far above the mistake, and some errors have none.
 //
 // The line is found by cutting the data after a line and decoding the cut:
 // a line C such that the cut after C fails with the same error (line
 // included, as the library's line does not depend on what follows) and the
 // cut after C-1 does not. Parsing stops at the first error, so every cut
 // after the last line the library read fails that way; and the library,
-// given the data a line at a time ([Reader]), reads only a few tokens
+// given the data a line at a time, reads only a few tokens
 // ahead, so the search starts there and goes back, and usually ends after
 // one cut. The library's own line is tried first, and kept if its cut
 // fails the same way: for an unclosed quote, say, it is the line that
@@ -21,6 +21,7 @@ package yamlline
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"regexp"
 	"sort"
@@ -29,21 +30,50 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// A Reader hands out data at most one line per Read, so that the YAML
+// An Error is an error of the YAML library in decoding data, at the line
+// found in data.
+type Error struct {
+	Line int    // from 1
+	Msg  string // the library's message, without its "yaml: line N: " prefix
+}
+
+// Error returns "line LINE: MSG".
+func (e *Error) Error() string { return "line " + strconv.Itoa(e.Line) + ": " + e.Msg }
+
+// Decode decodes data, which should hold one YAML document at most. It
+// returns the document's node (of kind [yaml.DocumentNode]), or nil if
+// data holds none; if another document follows, next is the line where it
+// starts, and 0 otherwise. An error of the library, in the first document
+// or in what follows it, is returned as an [*Error].
+func Decode(data []byte) (doc *yaml.Node, next int, err error) {
+	r := &reader{data: data}
+	dec := yaml.NewDecoder(r)
+	var first yaml.Node
+	if err := dec.Decode(&first); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, 0, nil
+		}
+		return nil, 0, locate(data, err, r.off)
+	}
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case err == nil:
+		next = second.Line
+	case !errors.Is(err, io.EOF):
+		return nil, 0, locate(data, err, r.off)
+	}
+	return &first, next, nil
+}
+
+// A reader hands out data at most one line per Read, so that the YAML
 // library, which reads only as far as it needs, has read little beyond
 // its first error when it reports it.
-type Reader struct {
+type reader struct {
 	data []byte
 	off  int // bytes handed out
 }
 
-// NewReader returns a Reader of data.
-func NewReader(data []byte) *Reader { return &Reader{data: data} }
-
-// Offset returns the number of bytes handed out so far.
-func (r *Reader) Offset() int { return r.off }
-
-func (r *Reader) Read(b []byte) (int, error) {
+func (r *reader) Read(b []byte) (int, error) {
 	if r.off == len(r.data) {
 		return 0, io.EOF
 	}
@@ -59,10 +89,10 @@ func (r *Reader) Read(b []byte) (int, error) {
 // libraryLine matches the line that the library puts in some errors.
 var libraryLine = regexp.MustCompile(`^yaml: (?:line ([0-9]+): )?`)
 
-// Locate returns the line (from 1) of err, which the library returned
-// while decoding data read through a Reader that had handed out read
-// bytes, and err's message without the library's "yaml: line N: " prefix.
-func Locate(data []byte, err error, read int) (line int, msg string) {
+// locate returns err, which the library returned while decoding data read
+// through a reader that had handed out read bytes, as an *Error at its
+// line.
+func locate(data []byte, err error, read int) *Error {
 	full := err.Error()
 	var ends []int // ends[i] is the end of line i+1, its newline included
 	for i, j := 0, 0; j >= 0; i += j + 1 {
@@ -77,7 +107,7 @@ func Locate(data []byte, err error, read int) (line int, msg string) {
 
 	// Look for the line in [lo, hi]; the cut after hi fails as data does.
 	lo, hi := 1, min(sort.SearchInts(ends, max(read, 1))+1, len(ends))
-	msg = full
+	msg := full
 	if m := libraryLine.FindStringSubmatch(full); m != nil {
 		msg = full[len(m[0]):]
 		if n, _ := strconv.Atoi(m[1]); n >= 1 && n < hi {
@@ -104,7 +134,7 @@ func Locate(data []byte, err error, read int) (line int, msg string) {
 			lo = c + 1
 		}
 	}
-	return hi, msg
+	return &Error{Line: hi, Msg: msg}
 }
 
 // LineText returns line n (from 1) of data, without its newline.
@@ -126,7 +156,7 @@ func LineText(data []byte, n int) []byte {
 // other, ends in the error msg. It reads data as the first decoding did,
 // a line at a time, which decides where the library notices a bad byte.
 func failsWith(data []byte, msg string) bool {
-	dec := yaml.NewDecoder(NewReader(data))
+	dec := yaml.NewDecoder(&reader{data: data})
 	for {
 		var n yaml.Node
 		if err := dec.Decode(&n); err != nil {
