@@ -2,13 +2,14 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // poolFlags are the flags every command that runs a pool takes.
@@ -31,8 +32,8 @@ type poolFlags struct {
 
 // register registers the flags of a command that runs one pool: -j,
 // --serial, the common ones and the cache flags.
-func (f *poolFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.jobs, "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
+func (f *poolFlags) register(fs *pflag.FlagSet) {
+	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
 	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file. Output folders must be on storage every host sees, at the same path: a worker that cannot write there is refused")
 	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential, TLS trust, output folders) to `FILE`, mode 0600")
@@ -47,7 +48,7 @@ func (f *poolFlags) register(fs *flag.FlagSet) {
 // registerCommon registers the flags that every command running pools
 // takes. poolrun bench takes only these, and sets the worker counts and the
 // cache options itself, per run.
-func (f *poolFlags) registerCommon(fs *flag.FlagSet) {
+func (f *poolFlags) registerCommon(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed job: start no other job")
 	fs.IntVar(&f.capacity, "capacity", 1000, fmt.Sprintf("`slots` of the window of required items, 1 to %d (more items than slots: workers keep everything)", maxCapacity))
 	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
@@ -61,6 +62,8 @@ func (f *poolFlags) registerCommon(fs *flag.FlagSet) {
 type durationFlag time.Duration
 
 func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Type() string { return "duration" }
 
 func (d *durationFlag) Set(s string) error {
 	v, err := time.ParseDuration(s)
