@@ -275,7 +275,12 @@ func flagMistake(fs *pflag.FlagSet, err error) string {
 		if fl.Shorthand != "" {
 			name = "-" + fl.Shorthand
 		}
-		return fmt.Sprintf("%s %s: %s", name, badValue.GetValue(), valueMistake(fl, badValue.GetValue(), errors.Unwrap(err)))
+		value := badValue.GetValue()
+		shown := value
+		if shown == "" {
+			shown = `""`
+		}
+		return fmt.Sprintf("%s %s: %s", name, shown, valueMistake(fl, value, errors.Unwrap(err)))
 	case errors.As(err, &syntax):
 		return "bad flag syntax " + syntax.GetSpecifiedFlag()
 	}
