@@ -213,17 +213,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var jobs int
 	var workers, modes string
 	fs := newFlagSet("bench", benchUsage, benchDetails)
-	fs.StringVar(&workers, "workers", "2,4", "run every mode at each of these worker `counts` (comma-separated; 0: serial)")
-	fs.IntVarP(&jobs, "jobs", "j", 0, "run every mode at this one worker `count` only (as --workers N)")
+	fs.StringVar(&workers, "workers", "2,4", "run every mode at each of these worker `COUNTS` (comma-separated; 0: serial)")
+	fs.IntVarP(&jobs, "jobs", "j", 0, "run every mode at `N` workers only (as --workers N)")
 	fs.BoolVar(&f.pool.serial, "serial", false, "run every mode serially only, in this process (as --workers 0)")
-	fs.StringVar(&modes, "modes", "", "run only these `modes` (comma-separated: "+strings.Join(benchModeNames(benchModes), ", ")+"; default: every mode)")
+	fs.StringVar(&modes, "modes", "", "run only these `MODES` (comma-separated: "+strings.Join(benchModeNames(benchModes), ", ")+"; default: every mode)")
 	fs.Var(&f.budget, "cache-budget", "the budget mode's per-worker cache budget, as `SIZE` (bytes, or e.g. 800KiB, 512MiB, 1.5GiB; default: half of never's largest worker peak)")
 	f.pool.registerCommon(fs)
 	fs.Lookup("quiet").Usage = "print no progress, only the table (or the JSON)"
 	fs.Lookup("report").Usage = "write the figures of every run as JSON (as --json prints them) to `FILE`"
 	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
 	fs.StringVar(&f.out, "out", "", "keep each mode's output in `DIR`/j<N>/<mode> (default: a temporary folder, removed at the end)")
-	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
+	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by `FACTOR`, e.g. 0.1 or 2")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each mode `N` times and show the medians")
 	fs.BoolVar(&f.json, "json", false, "print the figures of every run as JSON instead of the table")
 	if err := parseFlags(fs, args, stdout); err != nil {

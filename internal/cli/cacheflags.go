@@ -23,7 +23,7 @@ type cacheFlags struct {
 }
 
 func (f *cacheFlags) register(fs *pflag.FlagSet) {
-	fs.Var(&f.evict, "evict", "eviction `policy`: stale (the default: a worker frees an item once no job sent to it and no job still to be sent needs it), pool-wide (once no unfinished job in the pool needs it), never (at the end of the pool) or each-job (after every job)")
+	fs.Var(&f.evict, "evict", "eviction `POLICY`: stale (the default: a worker frees an item once no job sent to it and no job still to be sent needs it), pool-wide (once no unfinished job in the pool needs it), never (at the end of the pool) or each-job (after every job)")
 	fs.BoolVar(&f.noAffinity, "no-affinity", false, "send a free worker the oldest ready job, not one whose items it holds")
 	fs.BoolVar(&f.noIdle, "no-idle-eviction", false, "a waiting worker evicts stale items only at its next job, not within a millisecond of their last use")
 	fs.Var(&f.budget, "cache-budget", "cap each worker's cache at `SIZE` (bytes, or e.g. 800KiB, 512MiB, 1.5GiB), evicting the item needed furthest ahead first; 0: no cap")

@@ -33,7 +33,7 @@ type poolFlags struct {
 // register registers the flags of a command that runs one pool: -j,
 // --serial, the common ones and the cache flags.
 func (f *poolFlags) register(fs *pflag.FlagSet) {
-	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), fmt.Sprintf("number of worker `processes`, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
+	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), fmt.Sprintf("run `N` worker processes, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
 	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file. Output folders must be on storage every host sees, at the same path: a worker that cannot write there is refused")
 	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential, TLS trust, output folders) to `FILE`, mode 0600")
@@ -50,7 +50,7 @@ func (f *poolFlags) register(fs *pflag.FlagSet) {
 // cache options itself, per run.
 func (f *poolFlags) registerCommon(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed job: start no other job")
-	fs.IntVar(&f.capacity, "capacity", 1000, fmt.Sprintf("`slots` of the window of required items, 1 to %d (more items than slots: workers keep everything)", maxCapacity))
+	fs.IntVar(&f.capacity, "capacity", 1000, fmt.Sprintf("give the window of required items `N` slots, 1 to %d (more items than slots: workers keep everything)", maxCapacity))
 	fs.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary table")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of every job and worker to `FILE`")
 	fs.IntVar(&f.retries, "retries", 0, fmt.Sprintf("run a job again, up to `N` more times (0 to %d), when its worker dies under it; a job that fails is not retried", maxRetries))

@@ -67,8 +67,8 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	f.pool.register(fs)
 	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the embedded configuration and exit")
-	fs.StringVar(&f.out, "out", "poolrun-out", "output `folder`")
-	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
+	fs.StringVar(&f.out, "out", "poolrun-out", "write the output files to `DIR`")
+	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by `FACTOR`, e.g. 0.1 or 2")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil

@@ -53,7 +53,7 @@ Example, with the pool on host a and more workers on host b:
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerUsage, workerDetails)
 	joinFile := fs.String("join-file", "", "the pool's join `FILE`")
-	n := fs.IntP("jobs", "j", 1, fmt.Sprintf("number of worker `processes`, 1 to %d", maxWorkers))
+	n := fs.IntP("jobs", "j", 1, fmt.Sprintf("join as `N` worker processes, 1 to %d", maxWorkers))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
