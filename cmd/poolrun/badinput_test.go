@@ -33,7 +33,7 @@ func TestBadInput(t *testing.T) {
 		{"scaffold --scale 0", []string{"scaffold", "--scale", "0", "--out", "out"}, "", []string{"--scale 0: want a factor above 0"}},
 		{"run --retries -1", []string{"run", "--retries", "-1", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun: --retries -1: want a number of retries from 0 to 100"}},
 		{"run --retries 101", []string{"run", "--retries", "101", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun: --retries 101: want a number of retries from 0 to 100"}},
-		{"run --timeout without a unit", []string{"run", "--timeout", "5", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{`invalid value "5" for flag -timeout: want a duration with its unit, such as 90s`}},
+		{"run --timeout without a unit", []string{"run", "--timeout", "5", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun run: --timeout 5: want a duration with its unit, such as 90s"}},
 		{"run --timeout -1s", []string{"run", "--timeout", "-1s", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"poolrun: --timeout -1s: want a duration of 0 (no limit) or more"}},
 		{"report in a missing folder", []string{"run", "--report", "no-such-folder/r.json", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"--report no-such-folder/r.json: no folder no-such-folder"}},
 		{"backwards foreach range", []string{"run", "wf.yaml"}, badWorkflow("8..1", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": bad range "8..1": the start is greater than the end`}},

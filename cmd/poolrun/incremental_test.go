@@ -432,7 +432,7 @@ func TestForce(t *testing.T) {
 	}{
 		{[]string{"--force", "nope"}, "poolrun run: --force nope: no job of wf.yaml matches it"},
 		{[]string{"--force", "count-["}, `poolrun run: --force count-[: workflow: bad pattern "count-["`},
-		{[]string{"--force="}, `invalid value "" for flag -force`},
+		{[]string{"--force="}, `poolrun run: --force "": want job ids or globs`},
 		{[]string{"-n", "--dag"}, "poolrun run: -n (--dry-run) and --dag: give one of them"},
 	} {
 		r := poolrun(t, dir, append(append([]string{"run"}, tt.args...), "wf.yaml")...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -21,13 +20,16 @@ import (
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
+	"github.com/spf13/pflag"
 )
 
 const benchUsage = `Usage: poolrun bench [flags]
 
-Runs the scaffold workload (or --config FILE) in each of these modes, at
-each worker count of --workers, and prints one table, side by side:
+Runs the scaffold workload (or --config FILE) in each of the modes below,
+at each worker count of --workers, and prints one table, side by side.
+`
 
+const benchDetails = `Modes:
   plain       the engine before per-worker eviction: a worker frees an item
               once no unfinished job in the pool needs it (pool-wide), the
               oldest ready job goes to the first free worker, and a waiting
@@ -210,18 +212,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var f benchFlags
 	var jobs int
 	var workers, modes string
-	fs := newFlagSet("bench", benchUsage, stderr)
-	fs.StringVar(&workers, "workers", "2,4", "run every mode at each of these worker `counts` (comma-separated; 0: serial)")
-	fs.IntVar(&jobs, "j", 0, "run every mode at this one worker `count` only (as --workers N)")
+	fs := newFlagSet("bench", benchUsage, benchDetails)
+	fs.StringVar(&workers, "workers", "2,4", "run every mode at each of these worker `COUNTS` (comma-separated; 0: serial)")
+	fs.IntVarP(&jobs, "jobs", "j", 0, "run every mode at `N` workers only (as --workers N)")
 	fs.BoolVar(&f.pool.serial, "serial", false, "run every mode serially only, in this process (as --workers 0)")
-	fs.StringVar(&modes, "modes", "", "run only these `modes` (comma-separated: "+strings.Join(benchModeNames(benchModes), ", ")+"; default: every mode)")
+	fs.StringVar(&modes, "modes", "", "run only these `MODES` (comma-separated: "+strings.Join(benchModeNames(benchModes), ", ")+"; default: every mode)")
 	fs.Var(&f.budget, "cache-budget", "the budget mode's per-worker cache budget, as `SIZE` (bytes, or e.g. 800KiB, 512MiB, 1.5GiB; default: half of never's largest worker peak)")
 	f.pool.registerCommon(fs)
 	fs.Lookup("quiet").Usage = "print no progress, only the table (or the JSON)"
 	fs.Lookup("report").Usage = "write the figures of every run as JSON (as --json prints them) to `FILE`"
 	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
 	fs.StringVar(&f.out, "out", "", "keep each mode's output in `DIR`/j<N>/<mode> (default: a temporary folder, removed at the end)")
-	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
+	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by `FACTOR`, e.g. 0.1 or 2")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each mode `N` times and show the medians")
 	fs.BoolVar(&f.json, "json", false, "print the figures of every run as JSON instead of the table")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -231,7 +233,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if fs.NArg() > 0 {
-		return badInputf("poolrun bench: unexpected argument %q", fs.Arg(0))
+		return usageError(fs, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	if err := f.pool.checkCommon(); err != nil {
 		return err
@@ -374,11 +376,11 @@ const maxRepeat = 1000
 
 // benchWorkers returns the worker counts that --workers, -j and --serial
 // ask for; at most one of them may be given (--serial=false is not given).
-func benchWorkers(fs *flag.FlagSet, workers string, jobs int, serial bool) ([]int, error) {
+func benchWorkers(fs *pflag.FlagSet, workers string, jobs int, serial bool) ([]int, error) {
 	var given []string
-	fs.Visit(func(fl *flag.Flag) {
+	fs.Visit(func(fl *pflag.Flag) {
 		switch {
-		case fl.Name == "j":
+		case fl.Name == "jobs":
 			given = append(given, "-j")
 		case fl.Name == "workers" || fl.Name == "serial" && serial:
 			given = append(given, "--"+fl.Name)

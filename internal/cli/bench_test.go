@@ -309,8 +309,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--modes", "stale"}, `unknown mode "stale"`},
 		{[]string{"--modes", "plain,"}, `unknown mode ""`},
 		{[]string{"--modes", "all,budget"}, "budget needs never"},
-		{[]string{"--cache-budget", "12MB"}, "-cache-budget"},
-		{[]string{"--evict", "never"}, "-evict"}, // the modes choose the policy
+		{[]string{"--cache-budget", "12MB"}, "--cache-budget 12MB"},
+		{[]string{"--evict", "never"}, "unknown flag --evict"}, // the modes choose the policy
 		{[]string{"--capacity", "0"}, "--capacity"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -327,7 +327,7 @@ func TestBenchHelp(t *testing.T) {
 	if err := Main(context.Background(), []string{"bench", "--help"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	want := append([]string{"Usage: poolrun bench", "Example:", "-workers counts", "-modes modes", "-cache-budget SIZE", "-repeat", "peak of sum", "stale MiB·s"}, allModes...)
+	want := append([]string{"Usage: poolrun bench", "Example:", "--workers COUNTS", "--modes MODES", "--cache-budget SIZE", "--repeat N", "peak of sum", "stale MiB·s"}, allModes...)
 	for _, w := range want {
 		if !strings.Contains(stdout.String(), w) {
 			t.Errorf("--help lacks %q:\n%s", w, stdout.String())

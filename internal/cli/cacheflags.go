@@ -2,13 +2,13 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/spf13/pflag"
 )
 
 // cacheFlags are the flags that choose how the workers hold cache items:
@@ -22,8 +22,8 @@ type cacheFlags struct {
 	budget     byteSize
 }
 
-func (f *cacheFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.evict, "evict", "eviction `policy`: stale (the default: a worker frees an item once no job sent to it and no job still to be sent needs it), pool-wide (once no unfinished job in the pool needs it), never (at the end of the pool) or each-job (after every job)")
+func (f *cacheFlags) register(fs *pflag.FlagSet) {
+	fs.Var(&f.evict, "evict", "eviction `POLICY`: stale (the default: a worker frees an item once no job sent to it and no job still to be sent needs it), pool-wide (once no unfinished job in the pool needs it), never (at the end of the pool) or each-job (after every job)")
 	fs.BoolVar(&f.noAffinity, "no-affinity", false, "send a free worker the oldest ready job, not one whose items it holds")
 	fs.BoolVar(&f.noIdle, "no-idle-eviction", false, "a waiting worker evicts stale items only at its next job, not within a millisecond of their last use")
 	fs.Var(&f.budget, "cache-budget", "cap each worker's cache at `SIZE` (bytes, or e.g. 800KiB, 512MiB, 1.5GiB), evicting the item needed furthest ahead first; 0: no cap")
@@ -72,6 +72,8 @@ type evictFlag struct {
 
 func (e *evictFlag) String() string { return e.policy.String() }
 
+func (e *evictFlag) Type() string { return "policy" }
+
 func (e *evictFlag) Set(s string) error {
 	var names []string
 	for _, p := range evictPolicies {
@@ -95,6 +97,8 @@ func (b *byteSize) String() string {
 	}
 	return strconv.FormatInt(int64(*b), 10)
 }
+
+func (b *byteSize) Type() string { return "size" }
 
 func (b *byteSize) Set(s string) error {
 	n, err := parseByteSize(s)

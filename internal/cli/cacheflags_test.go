@@ -76,7 +76,7 @@ func TestCacheFlagsHelp(t *testing.T) {
 		if err := Main(context.Background(), []string{cmd, "--help"}, &stdout, &stderr); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"-cache-budget SIZE", "512MiB", "-evict policy", "pool-wide", "each-job", "-no-affinity", "-no-idle-eviction"} {
+		for _, want := range []string{"--cache-budget SIZE", "512MiB", "--evict POLICY", "pool-wide", "each-job", "--no-affinity", "--no-idle-eviction"} {
 			if !strings.Contains(stdout.String(), want) {
 				t.Errorf("poolrun %s --help lacks %q:\n%s", cmd, want, stdout.String())
 			}

@@ -80,7 +80,7 @@ func (p *flagsProbe) check(tb testing.TB, err error, args []string) {
 		tb.Fatalf("poolrun %q: %s appeared in the working folder: something ran", args, entries[0].Name())
 	}
 	if err == nil {
-		if !helpAsked(args) {
+		if !helpOrConfigAsked(args) {
 			tb.Fatalf("poolrun %q: no error, and no help was asked for", args)
 		}
 		return
@@ -93,14 +93,14 @@ func (p *flagsProbe) check(tb testing.TB, err error, args []string) {
 	}
 }
 
-// helpAsked reports whether args ask for help or the configuration,
-// before any "--".
-func helpAsked(args []string) bool {
+// helpOrConfigAsked reports whether args (a command and its arguments)
+// ask for help or the configuration, before any "--".
+func helpOrConfigAsked(args []string) bool {
 	for _, a := range args[1:] {
 		if a == "--" {
 			return false
 		}
-		if isHelp(a) || strings.HasPrefix(a, "-print-config") || strings.HasPrefix(a, "--print-config") {
+		if isHelp(a) || strings.HasPrefix(a, "--print-config") {
 			return true
 		}
 	}
@@ -169,8 +169,8 @@ var badFlags = []struct {
 	want     string // in the error; "FILE" stands for run's workflow file
 }{
 	{"negative -j", []string{"run", "scaffold", "bench"}, []string{"-j", "-1"}, "", "-j -1"},
-	{"-j not a number", []string{"run", "scaffold", "bench"}, []string{"-j", "two"}, "", `invalid value "two" for flag -j`},
-	{"-j beyond int", []string{"run", "scaffold", "bench"}, []string{"-j", "99999999999999999999"}, "", "flag -j: value out of range"},
+	{"-j not a number", []string{"run", "scaffold", "bench"}, []string{"-j", "two"}, "", "-j two: want a whole number"},
+	{"-j beyond int", []string{"run", "scaffold", "bench"}, []string{"-j", "99999999999999999999"}, "", "-j 99999999999999999999: value out of range"},
 	{"capacity 0", []string{"run", "scaffold", "bench"}, []string{"--capacity", "0"}, "", "--capacity 0: want a number of slots from 1 to 16777216"},
 	{"capacity too large", []string{"run", "scaffold", "bench"}, []string{"--capacity=100000000"}, "", "--capacity 100000000"},
 	{"scale 1e9", []string{"scaffold", "bench"}, []string{"--scale", "1e9"}, "", "--scale 1e+09: want a factor above 0 and at most 1000"},
@@ -178,11 +178,11 @@ var badFlags = []struct {
 	{"negative scale", []string{"scaffold", "bench"}, []string{"--scale", "-2"}, "", "--scale -2:"},
 	{"scale NaN", []string{"scaffold", "bench"}, []string{"--scale", "NaN"}, "", "--scale NaN:"},
 	{"scale infinite", []string{"scaffold", "bench"}, []string{"--scale", "+Inf"}, "", "--scale +Inf:"},
-	{"negative cache budget", []string{"run", "scaffold", "bench"}, []string{"--cache-budget", "-1MiB"}, "", "flag -cache-budget"},
-	{"unknown eviction policy", []string{"run", "scaffold"}, []string{"--evict", "sometimes"}, "", "flag -evict"},
+	{"negative cache budget", []string{"run", "scaffold", "bench"}, []string{"--cache-budget", "-1MiB"}, "", "--cache-budget -1MiB: want bytes"},
+	{"unknown eviction policy", []string{"run", "scaffold"}, []string{"--evict", "sometimes"}, "", "--evict sometimes: want one of"},
 	{"report in a missing folder", []string{"run", "scaffold", "bench"}, []string{"--report", "/nonexistent-poolrun-folder/r.json"}, "", "--report /nonexistent-poolrun-folder/r.json"},
 	{"report is a folder", []string{"run", "scaffold", "bench"}, []string{"--report", "/"}, "", "--report /:"},
-	{"unknown flag", []string{"run", "scaffold", "bench"}, []string{"--frobnicate"}, "", "-frobnicate"},
+	{"unknown flag", []string{"run", "scaffold", "bench"}, []string{"--frobnicate"}, "", "unknown flag --frobnicate; see 'poolrun help "},
 	{"negative workers", []string{"bench"}, []string{"--workers", "2,-1"}, "", `--workers "2,-1"`},
 	{"zero repeats", []string{"bench"}, []string{"--repeat", "0"}, "", "--repeat 0"},
 	{"too many repeats", []string{"bench"}, []string{"--repeat", "1001"}, "", "--repeat 1001: want a number of runs from 1 to 1000"},
@@ -226,20 +226,21 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// TestHelpForms: every form of the help flag that package flag takes
-// prints the help, on standard output, with success (--h used to end in
-// "flag: help requested" and exit status 2).
+// TestHelpForms: every form of the help flag prints the help, on
+// standard output, with success, wherever it stands among the arguments
+// and whatever mistakes stand beside it.
 func TestHelpForms(t *testing.T) {
 	for _, args := range [][]string{
-		{"--h"}, {"-help=1"}, {"run", "--h"}, {"run", "-h=true", "wf.yaml"},
-		{"scaffold", "--help=false"}, {"bench", "-j", "2", "--h"},
+		{"--help"}, {"-h"}, {"-help"}, {"run", "--help"}, {"run", "-h", "wf.yaml"},
+		{"run", "wf.yaml", "--help"}, {"run", "-nh", "wf.yaml"}, {"run", "--frobnicate", "--help"},
+		{"scaffold", "--help=true"}, {"bench", "-j", "2", "-h"}, {"help", "run"}, {"worker", "-h"},
 	} {
 		var stdout strings.Builder
-		if err := Main(context.Background(), args, &stdout, io.Discard); err != nil || !strings.Contains(stdout.String(), "Usage") {
+		if err := Main(context.Background(), args, &stdout, io.Discard); err != nil || !strings.HasPrefix(stdout.String(), "Usage: poolrun") {
 			t.Errorf("poolrun %q: %v, and standard output %q; want the help", args, err, stdout.String())
 		}
 	}
-	for _, a := range []string{"-", "--", "---h", "-hh", "--helpme", "h"} {
+	for _, a := range []string{"-", "--", "---h", "-hh", "--helpme", "h", "--h", "--help=false", "--help=x"} {
 		if isHelp(a) {
 			t.Errorf("isHelp(%q) = true", a)
 		}

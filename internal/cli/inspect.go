@@ -23,13 +23,14 @@ binary knows. The parent holds the window as an open descriptor
 (/proc/PID/fd); a worker only maps it (/proc/PID/maps), so a worker's window
 is read through the descriptor of the worker's parent. You need the right to
 read the processes' descriptors (the same user, or root).
+`
 
-Example:
+const inspectDetails = `Example:
   poolrun scaffold & sleep 2; poolrun inspect $!
 `
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("inspect", inspectUsage, stderr)
+	fs := newFlagSet("inspect", inspectUsage, inspectDetails)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -37,8 +38,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return badInputf("poolrun inspect: want one process id, got %d arguments", fs.NArg())
+		return usageError(fs, fmt.Sprintf("want one process id, got %d arguments", fs.NArg()))
 	}
 	pid, err := strconv.Atoi(fs.Arg(0))
 	if err != nil || pid <= 0 {

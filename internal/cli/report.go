@@ -26,8 +26,9 @@ resident memory over time with its builds and evictions marked, and the
 tables of the workers and of the totals. A bench report holds each run's
 figures but not its jobs nor samples over time: its page has one table per
 worker count, a row per run, and says so.
+`
 
-The page goes to the PAGE.html of -o, by default beside the report, named
+const reportDetails = `The page goes to the PAGE.html of -o, by default beside the report, named
 as it is with .html for .json (r.json: r.html); it is written whole or not
 at all, and its path is printed. A file that is not a poolrun report, or of
 a newer version than this poolrun reads, is refused with exit status 2.
@@ -43,28 +44,19 @@ const maxReportSize = 1 << 30
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var out string
-	fs := newFlagSet("report", reportUsage, stderr)
-	fs.StringVar(&out, "o", "", "write the page to `PAGE.html` (default: FILE.json's name with .html)")
+	fs := newFlagSet("report", reportUsage, reportDetails)
+	fs.StringVarP(&out, "output", "o", "", "write the page to `PAGE.html` (default: FILE.json's name with .html)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
 		return err
 	}
-	// Flags may follow the file too: poolrun report r.json -o r.html.
-	if fs.NArg() > 1 {
-		in := fs.Arg(0)
-		if err := parseFlags(fs, fs.Args()[1:], stdout); err != nil {
-			return err
-		}
-		if fs.NArg() > 0 {
-			return badInputf("poolrun report: want one report file, got %q and %q", in, fs.Arg(0))
-		}
-		return makePage(in, out, stdout)
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return badInputf("poolrun report: want one report file, got %d arguments", fs.NArg())
+	switch {
+	case fs.NArg() == 0:
+		return usageError(fs, "want one report file, got none")
+	case fs.NArg() > 1:
+		return usageError(fs, fmt.Sprintf("want one report file, got %q and %q", fs.Arg(0), fs.Arg(1)))
 	}
 	return makePage(fs.Arg(0), out, stdout)
 }

@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/preload"
 	"github.com/poolrun/poolrun/internal/workflow"
+	"github.com/spf13/pflag"
 )
 
 const runUsage = `Usage: poolrun run [flags] FILE
@@ -26,7 +27,9 @@ of poolrun that start the commands and wait for them. A job runs a shell
 command (sh -c; plain words without shell syntax, such as
 "cc -c a.c", are executed directly, as make does) once the jobs it comes
 after have succeeded.
-An item is an artefact (a file or folder) that its own command builds, once
+`
+
+const runDetails = `An item is an artefact (a file or folder) that its own command builds, once
 per worker that needs it, in that worker's private scratch folder (on a
 memory file system where there is one); a job that needs item "ref" finds
 its path in $POOLRUN_ITEM_REF. The artefact is deleted the moment no
@@ -207,7 +210,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var f poolFlags
 	var sf stdioFlags
 	var inc incrementalFlags
-	fs := newFlagSet("run", runUsage, stderr)
+	fs := newFlagSet("run", runUsage, workflowFields+"\n"+runDetails)
 	inc.register(fs)
 	f.register(fs)
 	sf.register(fs)
@@ -218,8 +221,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return badInputf("poolrun run: want one workflow file, got %d arguments", fs.NArg())
+		return usageError(fs, fmt.Sprintf("want one workflow file, got %d arguments", fs.NArg()))
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -357,10 +359,10 @@ type incrementalFlags struct {
 	wait   bool
 }
 
-func (f *incrementalFlags) register(fs *flag.FlagSet) {
+func (f *incrementalFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.force, "force", "run the jobs whose ids match `JOB-GLOB` even if their outputs are up to date (repeatable, or comma-separated; --force alone: every job)")
-	fs.BoolVar(&f.dryRun, "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "the same as -n")
+	fs.Lookup("force").NoOptDefVal = "*"
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
 	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
 	fs.BoolVar(&f.wait, "wait", false, "if another poolrun runs this workflow, wait for it to end (by default poolrun refuses, naming its pid)")
 }
@@ -391,35 +393,55 @@ func lockWorkflow(ctx context.Context, wf *workflow.Workflow, wait bool, stderr 
 	return nil, nil
 }
 
-// args returns args, for fs, with a --force that has no pattern after it
-// written --force=*: the next argument is --force's pattern only when it
-// does not start with '-' and is not the last argument (the workflow
-// file), as flags come before the file.
-func (f *incrementalFlags) args(fs *flag.FlagSet, args []string) []string {
-	out := make([]string, 0, len(args))
+// args returns args, for fs, with each --force that is followed by its
+// pattern (--force JOB-GLOB) written --force=JOB-GLOB; a --force without
+// one means every job (pflag's NoOptDefVal). The argument after --force
+// is its pattern when it does not start with '-', unless it is needed as
+// the workflow file: when no other argument is left for that, the last
+// such argument is the file.
+func (f *incrementalFlags) args(fs *pflag.FlagSet, args []string) []string {
+	var files, patterns []int // the indexes of arguments, and of those after a bare --force
+scan:
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
-			return append(out, args[i:]...) // the flags end here
-		}
-		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
-		if name == "force" && !hasValue && (i+2 >= len(args) || strings.HasPrefix(args[i+1], "-")) {
-			out = append(out, "--force=*")
-			continue
-		}
-		out = append(out, a)
-		if fl := fs.Lookup(name); fl != nil && !hasValue && !isBoolFlag(fl) && i+1 < len(args) {
-			out = append(out, args[i+1]) // its value
-			i++
+		switch {
+		case a == "--":
+			for j := i + 1; j < len(args); j++ {
+				files = append(files, j)
+			}
+			break scan
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			files = append(files, i)
+		case a == "--force":
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				patterns = append(patterns, i+1)
+				i++
+			}
+		case strings.HasPrefix(a, "--"):
+			if fl := fs.Lookup(a[2:]); fl != nil && fl.NoOptDefVal == "" {
+				i++ // its value (--name=value has none to skip, and no such flag)
+			}
+		default: // shorthands, -nj2 or -j 2
+			for k := 1; k < len(a); k++ {
+				fl := fs.ShorthandLookup(a[k : k+1])
+				if fl == nil || fl.NoOptDefVal != "" {
+					continue
+				}
+				if k+1 == len(a) {
+					i++ // its value is the next argument
+				}
+				break
+			}
 		}
 	}
+	if len(files) == 0 && len(patterns) > 0 {
+		patterns = patterns[:len(patterns)-1] // the workflow file
+	}
+	out := slices.Clone(args)
+	for _, i := range slices.Backward(patterns) {
+		out = slices.Replace(out, i-1, i+1, "--force="+args[i])
+	}
 	return out
-}
-
-// isBoolFlag reports whether fl takes no value, as -name alone.
-func isBoolFlag(fl *flag.Flag) bool {
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // check refuses -n with --dag.
@@ -461,6 +483,8 @@ func (f *incrementalFlags) plan(wf *workflow.Workflow) (*execflow.Plan, error) {
 type forceFlag []string
 
 func (f *forceFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *forceFlag) Type() string { return "glob" }
 
 func (f *forceFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {

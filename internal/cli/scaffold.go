@@ -25,8 +25,9 @@ one type in one chunk of the volume; then one job per connection rule and
 chunk connects them. Each connection job needs the spatial index of the
 rule's source cell type, an expensive, memory-heavy cache item: every worker
 builds it once and frees it as soon as no unfinished job needs it.
+`
 
-Output files go under --out; each is written under a temporary name and
+const scaffoldDetails = `Output files go under --out; each is written under a temporary name and
 renamed, so an interrupted run never leaves half a file. The result is the
 same for any -j, for --serial and for any eviction policy: compare the
 "checksum:" line. With --listen, the --out folder must be on storage that
@@ -62,12 +63,12 @@ type scaffoldResult struct {
 
 func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f scaffoldFlags
-	fs := newFlagSet("scaffold", scaffoldUsage, stderr)
+	fs := newFlagSet("scaffold", scaffoldUsage, scaffoldDetails)
 	f.pool.register(fs)
 	fs.StringVar(&f.config, "config", "", "scaffold configuration `FILE` (YAML; default: the embedded one)")
 	fs.BoolVar(&f.printConfig, "print-config", false, "print the embedded configuration and exit")
-	fs.StringVar(&f.out, "out", "poolrun-out", "output `folder`")
-	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by this `factor`, e.g. 0.1 or 2")
+	fs.StringVar(&f.out, "out", "poolrun-out", "write the output files to `DIR`")
+	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by `FACTOR`, e.g. 0.1 or 2")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -75,7 +76,7 @@ func runScaffold(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if fs.NArg() > 0 {
-		return badInputf("poolrun scaffold: unexpected argument %q", fs.Arg(0))
+		return usageError(fs, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	if f.printConfig {
 		_, err := stdout.Write(scaffold.DefaultConfig())

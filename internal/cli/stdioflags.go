@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/spf13/pflag"
 )
 
 // stdioFlags are the flags of poolrun run that say what becomes of what
@@ -18,7 +18,7 @@ type stdioFlags struct {
 	logDir string
 }
 
-func (f *stdioFlags) register(fs *flag.FlagSet) {
+func (f *stdioFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.tag, "tag", false, "prefix each line a command prints with [JOB-ID] (default: on when jobs run in parallel, -j 2 or more, and standard error is a terminal; --tag=false turns it off)")
 	fs.StringVar(&f.logDir, "log-dir", "", "write each job's standard output and error to `DIR`/JOB-ID.out and DIR/JOB-ID.err instead of printing them (DIR is made if need be)")
 }
@@ -28,11 +28,9 @@ func (f *stdioFlags) register(fs *flag.FlagSet) {
 // --tag unless given is on when jobs run in parallel on a terminal. It
 // makes the log folder (and its parents), mode 0777 less the umask, as
 // mkdir -p does: call it once the workflow has been found good.
-func (f *stdioFlags) stdio(fs *flag.FlagSet, workers int, stderr io.Writer) (execflow.Stdio, error) {
+func (f *stdioFlags) stdio(fs *pflag.FlagSet, workers int, stderr io.Writer) (execflow.Stdio, error) {
 	st := execflow.Stdio{Tag: f.tag}
-	given := false
-	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "tag" })
-	if !given {
+	if !fs.Changed("tag") {
 		st.Tag = workers > 1 && isTerminal(stderr)
 	}
 	if f.logDir != "" {

@@ -19,8 +19,9 @@ const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
 Joins the pool whose join file is FILE, on this host or another, as N worker
 processes (default 1), and serves it until it ends. The pool was started
 with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold").
+`
 
-The join file (JSON, mode 0600) holds what a worker needs to join: the
+const workerDetails = `The join file (JSON, mode 0600) holds what a worker needs to join: the
 pool's address, its credential (a random token), the fingerprint of the
 pool's build, what TLS needs off loopback (the certificate of the
 authority made for the pool, or those of the pool's --tls-cert, which the
@@ -50,9 +51,9 @@ Example, with the pool on host a and more workers on host b:
 
 // runWorker is "poolrun worker".
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worker", workerUsage, stderr)
+	fs := newFlagSet("worker", workerUsage, workerDetails)
 	joinFile := fs.String("join-file", "", "the pool's join `FILE`")
-	n := fs.Int("j", 1, fmt.Sprintf("number of worker `processes`, 1 to %d", maxWorkers))
+	n := fs.IntP("jobs", "j", 1, fmt.Sprintf("join as `N` worker processes, 1 to %d", maxWorkers))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -60,10 +61,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if fs.NArg() > 0 {
-		return badInputf("poolrun worker: unexpected argument %q", fs.Arg(0))
+		return usageError(fs, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *joinFile == "" {
-		return badInputf("poolrun worker: --join-file: give the pool's join file")
+		return usageError(fs, "--join-file: give the pool's join file")
 	}
 	if *n < 1 || *n > maxWorkers {
 		return badInputf("poolrun worker: -j %d: want a number of workers from 1 to %d", *n, maxWorkers)

@@ -1,0 +1,23 @@
+package cli
+
+// workflowFields is the table of a workflow file's keys in poolrun run's
+// help: every key that package workflow's parser takes (decode.go), and
+// no other, for it refuses any other.
+const workflowFields = `Workflow fields (any other key is an error):
+  items:                         optional: item name -> how to build it
+    NAME:
+      run: CMD                   builds the item at "$POOLRUN_ITEM"; a job
+                                 that needs it finds it in $POOLRUN_ITEM_NAME
+  jobs:                          required: a list of at least one job
+    - id: ID                     required, unique; may use ${var} of foreach
+      run: CMD                   required: a command for sh -c
+      after: [ID or GLOB, ...]   jobs that must succeed first
+      needs: [ITEM, ...]         items the command uses
+      inputs: [PATH or GLOB]     files it reads, and outputs: files it
+      outputs: [PATH or GLOB]    writes (relative to FILE's folder): a job
+                                 whose outputs are up to date is skipped
+      foreach: {VAR: VALUES}     one job per value, VALUES a list [a, b] or
+                                 a range 1..8; several VARs: every combination
+      timeout: DURATION          fail the job after it, e.g. 90s, 10m, 1h30m
+  after, needs, inputs and outputs also take a single string: after: split
+`
