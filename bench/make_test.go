@@ -12,12 +12,10 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/cli"
-	_ "github.com/poolrun/poolrun/internal/prestart" // as in cmd/poolrun
 )
 
 // rolePoolrun is the test binary as the poolrun command (cmd/poolrun's
-// main, whose engine.Init TestMain has called already; package prestart,
-// imported here as there, has done its part before TestMain):
+// main, whose engine.Init TestMain has called already):
 // BenchmarkVersusMake runs it, so that it measures this tree's code
 // without building it.
 func rolePoolrun() int {

@@ -16,7 +16,6 @@ import (
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/cli"
 	"github.com/poolrun/poolrun/internal/execflow"
-	_ "github.com/poolrun/poolrun/internal/prestart" // the timer slack, before the rest starts
 )
 
 func main() {

@@ -37,8 +37,8 @@ func TestRunTimerSlack(t *testing.T) {
 		jobs int
 		want int64 // poolrun's slack
 		// again: run twice, and look at the second run, which finds the
-		// state file of the first (package prestart leaves the decision to
-		// poolrun run, after it has read the workflow and the state).
+		// state file of the first (poolrun run decides after it has read
+		// the workflow and the state).
 		again bool
 	}{
 		{"many commands", 250, execflow.TimerSlack.Nanoseconds(), false},

@@ -15,7 +15,6 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
-	"github.com/poolrun/poolrun/internal/preload"
 	"github.com/poolrun/poolrun/internal/workflow"
 	"github.com/spf13/pflag"
 )
@@ -229,7 +228,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := inc.check(); err != nil {
 		return err
 	}
-	wf, err := preload.Load(fs.Arg(0)) // read while the program started, where it was
+	wf, err := workflow.Load(fs.Arg(0))
 	if err != nil {
 		return badInput(err)
 	}

@@ -79,9 +79,6 @@ func getSched() (int, error) {
 // from 0.985 to 0.942 × make's wall time and from 0.955 to 0.900 × its CPU
 // (bench/README.md, group 8). A command gets SCHED_OTHER back (see forkExec); a poolrun
 // started with another policy (chrt) keeps it, and so do its commands.
-// Package prestart does the same, earlier,
-// where the arguments and the workflow file alone show that it pays: in
-// the program's initialisation, before most of it.
 func CoalesceWakeups() {
 	if _, done := os.LookupEnv(slackEnv); done {
 		return
