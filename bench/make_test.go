@@ -19,10 +19,6 @@ import (
 // BenchmarkVersusMake runs it, so that it measures this tree's code
 // without building it.
 func rolePoolrun() int {
-	// As cmd/poolrun does (its os.Args are Main's); the role stays set,
-	// for the re-executed program, and commands do not see it (it begins
-	// with execflow.EnvPrefix).
-	cli.CoalesceWakeups = true
 	err := cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && cli.ExitCode(err) != cli.ExitOK {
 		fmt.Fprintln(os.Stderr, err)

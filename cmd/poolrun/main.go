@@ -23,7 +23,6 @@ func main() {
 	execflow.Init() // in poolrun run's janitor: wait for its end, then exit
 	// SIGHUP (the terminal went away) ends a run as SIGINT and SIGTERM do:
 	// workers stopped, scratch removed, the report written, status 130.
-	cli.CoalesceWakeups = true // os.Args are Main's
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

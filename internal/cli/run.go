@@ -66,11 +66,7 @@ variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. Should poolrun
 be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders. With 200 commands or more to
-run, poolrun starts itself again (same pid) with a timer slack of 10 ms,
-so that its threads wake less often, and as SCHED_BATCH, so that they do
-not preempt the commands; commands keep the slack and the scheduling
-policy it had.
+left running and removes its scratch folders.
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
@@ -148,16 +144,6 @@ Example:
   poolrun run --log-dir logs examples/pipeline.yaml
 `
 
-// CoalesceWakeups lets poolrun run re-execute itself with a larger timer
-// slack when it has at least manyCommands commands to run (see
-// execflow.CoalesceWakeups). Only a program whose os.Args run poolrun as
-// Main's arguments do may set it: cmd/poolrun's main does, tests that
-// call Main in their own process do not. Such a program also imports
-// package prestart, which takes the same decision before the program has
-// initialised the rest, from a count of the workflow's jobs, when no state
-// file can make jobs skipped; runWorkflow decides where it did not.
-var CoalesceWakeups bool
-
 // startingJanitor is a janitor (execflow.StartJanitor) that starts in a
 // goroutine of its own.
 type startingJanitor struct {
@@ -191,19 +177,6 @@ func (s *startingJanitor) close() {
 		s.j.Close()
 	}
 }
-
-// rereadable reports whether the program started again would read the
-// workflow file as this one did: a regular file, not a pipe (poolrun run
-// <(generate-workflow)) that this process has emptied.
-func rereadable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// manyCommands is where CoalesceWakeups starts to pay: the second start
-// of the program costs about what the larger slack saves on a hundred
-// short commands (bench/README.md, group 8).
-const manyCommands = 200
 
 func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f poolFlags
@@ -252,9 +225,6 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return plan.WriteDot(stdout)
 	}
 	toRun, _ := plan.Counts()
-	if CoalesceWakeups && toRun >= manyCommands && rereadable(fs.Arg(0)) {
-		execflow.CoalesceWakeups() // starts again with a timer slack, or returns
-	}
 	f.capWorkers(toRun)
 	if toRun == 0 {
 		f.serial = true // every job is skipped: no worker to start

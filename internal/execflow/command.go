@@ -21,12 +21,6 @@ import (
 // SIGTERM, before they are killed with SIGKILL.
 const KillGrace = 300 * time.Millisecond
 
-// TimerSlack is the timer slack that a poolrun which runs many commands
-// takes for itself (see CoalesceWakeups): the kernel may delay its
-// threads' timed sleeps by that much, and its timers fire up to that
-// late. Its commands keep the slack poolrun was started with.
-const TimerSlack = 10 * time.Millisecond
-
 // drainGrace bounds the wait for the end of a command's output once its
 // group is gone: a process that left the group (setsid) may hold its
 // pipes (what they hold then is still passed on). KillGrace plus

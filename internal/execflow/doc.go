@@ -48,9 +48,7 @@
 //     follows it to its end: its pidfd and its output pipes in a private
 //     epoll instance that the runtime's network poller waits on, its
 //     context through context.AfterFunc (watch_linux.go), with no other
-//     goroutine and no thread blocked per command. A pool that runs many
-//     commands raises its own timer slack ([CoalesceWakeups]); a command
-//     gets the one poolrun was started with. In a worker process, and
+//     goroutine and no thread blocked per command. In a worker process, and
 //     elsewhere, os/exec starts it from the spawning thread and waits for
 //     it, which costs less there;
 //   - with no descriptor of the worker's but its standard output (the

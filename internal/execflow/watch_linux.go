@@ -368,13 +368,13 @@ func runWatched(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 	pid := -1
 	if words := plainWords(c.run); words != nil {
 		if path := lookPath(words[0], envValue(c.env, "PATH")); path != "" {
-			if pid, err = forkExec(path, words, attr); err != nil {
+			if pid, err = syscall.ForkExec(path, words, attr); err != nil {
 				pid = -1 // the shell says why
 			}
 		}
 	}
 	if pid < 0 {
-		if pid, err = forkExec("/bin/sh", []string{"/bin/sh", "-c", c.run}, attr); err != nil {
+		if pid, err = syscall.ForkExec("/bin/sh", []string{"/bin/sh", "-c", c.run}, attr); err != nil {
 			return ws, nil, fmt.Errorf("starting sh: %w", &os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: err})
 		}
 	}

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package execflow
-
-// CoalesceWakeups does nothing here (see slack_linux.go).
-func CoalesceWakeups() {}
