@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -336,7 +335,7 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 	}
 	b.jobs = nil
 	jobs := make(map[string]*engine.Job[Result], len(plan))
-	for i, pl := range plan {
+	for _, pl := range plan {
 		jopts := []engine.JobOption{engine.Label(LabelID, pl.arg.ID)}
 		if len(pl.after) > 0 {
 			deps := make([]engine.Dep, len(pl.after))
@@ -355,17 +354,6 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 			jopts = append(jopts, engine.Skip())
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
-		// Queued by a scheduler of a running pool (engine.Pool.Go), the
-		// first jobs wait for the pool's scheduler goroutine, which their
-		// queueing has woken but which the runtime keeps on this
-		// goroutine's processor until this one stops: 1,000 jobs of true
-		// started their first command only once all were queued, 4-24 ms
-		// later than with this yield (bench/README.md, group 8). It
-		// yields after 1, 2, 4, 8... jobs: as many times as there are
-		// workers to feed at the start, give or take, and a handful in all.
-		if i&(i+1) == 0 {
-			runtime.Gosched()
-		}
 	}
 	return jobs
 }
@@ -373,8 +361,7 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 // runJob is the registered function: it gets the job's items and runs its
 // command.
 func runJob(ctx context.Context, a execArg) (Result, error) {
-	env := commandEnv(a.Env)
-	env = append(env, JobEnv+"="+a.ID)
+	env := append(commandEnv(strings.Join(a.Env, "\x00")), JobEnv+"="+a.ID)
 	for _, ip := range a.Items {
 		path, err := items.Item(ip).Get(ctx)
 		if err != nil {
@@ -416,30 +403,4 @@ func jobItemError(a execArg, ip itemParam, err error) error {
 	// The cache's own errors (waiting for a build interrupted) name the
 	// cache member; name the workflow's item.
 	return fmt.Errorf("job %q: item %q (%s:%d): %w", a.ID, ip.Name, ip.File, ip.Line, err)
-}
-
-// commandEnv returns this process's environment without the variables
-// whose names begin with [EnvPrefix], followed by extra. Those are
-// poolrun's, and a command gets only those poolrun sets for it (its job's id
-// and its items' paths, which come after, in extra or appended): not the
-// engine's worker marker ([engine.WorkerEnv]), which would make a poolrun
-// (or any program built with the engine) started by a command take itself
-// for a worker, nor the job id or item paths of an outer poolrun that
-// started this one. Last comes the command's [OwnerEnv] mark: the chain
-// of owners this process inherited, if any, and its own pair.
-func commandEnv(extra []string) []string {
-	base := os.Environ()
-	env := make([]string, 0, len(base)+len(extra)+8)
-	var outer string // the owner chain of the runs that started this one
-	for _, kv := range base {
-		if chain, ok := strings.CutPrefix(kv, OwnerEnv+"="); ok {
-			outer = chain
-		}
-		if strings.HasPrefix(kv, EnvPrefix) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, extra...)
-	return append(env, ownerEntry(outer))
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -77,11 +76,7 @@ func buildItem(ctx context.Context, p itemParam) (string, error) {
 	if err != nil {
 		return "", fail(err)
 	}
-	var env []string
-	if p.Env != "" {
-		env = strings.Split(p.Env, "\x00")
-	}
-	env = append(commandEnv(env), workflow.ItemEnv+"="+path)
+	env := append(commandEnv(p.Env), workflow.ItemEnv+"="+path)
 	out, err := runShell(ctx, shellCmd{run: p.Run, dir: p.Dir, env: env, tailLines: p.TailLines})
 	switch {
 	case err != nil:

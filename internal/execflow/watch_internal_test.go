@@ -5,7 +5,6 @@ package execflow
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,43 +123,5 @@ func TestWatchesLeaveNothingOpen(t *testing.T) {
 	}
 	if after := fds(); !slices.Equal(before, after) {
 		t.Errorf("descriptors before: %v\nafter: %v", before, after)
-	}
-}
-
-func TestDedupEnv(t *testing.T) {
-	for _, c := range []struct{ in, want []string }{
-		{nil, nil},
-		{[]string{"A=1", "B=2"}, []string{"A=1", "B=2"}},
-		{[]string{"A=1", "B=2", "A=3"}, []string{"B=2", "A=3"}},
-		{[]string{"PATH=/x", "B", "PATH=/y", "B=", "C=1"}, []string{"PATH=/y", "B=", "C=1"}},
-	} {
-		if got := dedupEnv(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("dedupEnv(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-	// Long environments, on both sides of the table's size, with the
-	// duplicate first and last, and none; and what it costs.
-	for _, n := range []int{10, 126, 127, 128, 300} {
-		env := make([]string, n)
-		for i := range env {
-			env[i] = fmt.Sprintf("V%d=%d", i, i)
-		}
-		if got := dedupEnv(env); !slices.Equal(got, env) {
-			t.Errorf("%d distinct names: dedupEnv changed them", n)
-		}
-		if n < 128 {
-			if allocs := testing.AllocsPerRun(10, func() { dedupEnv(env) }); allocs != 0 {
-				t.Errorf("%d distinct names: %v allocations, want none", n, allocs)
-			}
-		}
-		dup := append(slices.Clone(env), "V0=again")
-		want := append(slices.Clone(env[1:]), "V0=again")
-		if got := dedupEnv(dup); !slices.Equal(got, want) {
-			t.Errorf("%d names, the first set again last: got %d entries, want %d, V0 last", n, len(got), len(want))
-		}
-		dup = append([]string{fmt.Sprintf("V%d=before", n-1)}, env...)
-		if got := dedupEnv(dup); !slices.Equal(got, env) {
-			t.Errorf("%d names, the last set first too: not the same as without", n)
-		}
 	}
 }

@@ -363,7 +363,7 @@ func runWatched(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 	files[2] = uintptr(fd)
 	sys := sysProcAttr()
 	sys.PidFD = &w.pidfd
-	attr := &syscall.ProcAttr{Dir: c.dir, Env: dedupEnv(c.env), Files: files, Sys: sys}
+	attr := &syscall.ProcAttr{Dir: c.dir, Env: c.env, Files: files, Sys: sys}
 
 	pid := -1
 	if words := plainWords(c.run); words != nil {
@@ -422,75 +422,4 @@ func reap(pid int) (syscall.WaitStatus, error) {
 			return ws, err
 		}
 	}
-}
-
-// dedupEnv returns env with only the last of the entries that set the same
-// name, as os/exec gives a command (a name set twice, by poolrun's
-// environment and by the workflow, is the workflow's): env itself when no
-// name is set twice, as most often, found without allocating.
-func dedupEnv(env []string) []string {
-	if !dupNames(env) {
-		return env
-	}
-	seen := make(map[string]bool, len(env))
-	out := make([]string, 0, len(env))
-	for i := len(env) - 1; i >= 0; i-- {
-		if k := envName(env[i]); !seen[k] {
-			seen[k] = true
-			out = append(out, env[i])
-		}
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
-}
-
-// dupNames reports whether two entries of env set the same name. For an
-// environment of up to 127 entries it takes a table on the stack (open
-// addressing, the names compared on a hit) rather than a map: a map cost
-// every command some 1.3 KB, a tenth of what a job allocated (12.7 KB).
-func dupNames(env []string) bool {
-	const slots = 256
-	if len(env) >= slots/2 {
-		seen := make(map[string]bool, len(env))
-		for _, kv := range env {
-			k := envName(kv)
-			if seen[k] {
-				return true
-			}
-			seen[k] = true
-		}
-		return false
-	}
-	var table [slots]uint8 // 1 + the index of the entry in a slot; 0: none
-	for i, kv := range env {
-		k := envName(kv)
-		h := uint32(2166136261) // FNV-1a
-		for j := 0; j < len(k); j++ {
-			h = (h ^ uint32(k[j])) * 16777619
-		}
-		for s := h % slots; ; s = (s + 1) % slots {
-			j := table[s]
-			if j == 0 {
-				table[s] = uint8(i + 1)
-				break
-			}
-			if envName(env[j-1]) == k {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// envName is the name of the entry kv: what comes before its first '='
-// (or all of it, with none).
-func envName(kv string) string {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i]
-		}
-	}
-	return kv
 }
