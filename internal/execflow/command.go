@@ -2,11 +2,9 @@ package execflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/poolrun/poolrun/engine"
-	"github.com/poolrun/poolrun/internal/spawn"
 )
 
 // KillGrace is how long the processes of a command's group have, after
@@ -62,14 +59,11 @@ type shellOutcome struct {
 // stopped, and the error wraps the context's cause).
 //
 // Shutdown: when ctx ends, the group gets SIGTERM; after KillGrace, if the
-// shell is still there, it is killed. Once the shell has been reaped, any
-// process left in its group gets SIGTERM (unless it had it already) and,
-// if the group is not empty KillGrace after that SIGTERM, SIGKILL. Then
-// the output is read to its end, waiting at most drainGrace for it; after
-// that, what its pipes hold is still passed on, and no more.
-//
-// In the pool's own process the command is followed by a watch
-// (watch_linux.go); elsewhere os/exec waits for it (runWaited).
+// shell is still there, the group gets SIGKILL. Once the shell has been
+// reaped, any process left in its group gets SIGTERM (unless it had it
+// already) and, if the group is not empty KillGrace after that SIGTERM,
+// SIGKILL. Then the output is read to its end, waiting at most drainGrace
+// for it; after that, what its pipes hold is still passed on, and no more.
 func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	var out shellOutcome
 	stdout, stderr := engine.JobOutput(ctx)
@@ -90,11 +84,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	tail := newTailWriter(c.tailLines)
 	g := &group{}
 	start := time.Now()
-	run := runWaited
-	if watchAvailable() {
-		run = runWatched
-	}
-	ws, writeErr, err := run(ctx, c, g, stdout, stderr, prefix, tail)
+	ws, writeErr, err := runCommand(ctx, c, g, stdout, stderr, prefix, tail)
 	if err != nil {
 		return out, err
 	}
@@ -120,13 +110,19 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	return out, nil
 }
 
-// runWaited starts c as os/exec does, from the spawning thread, with g
-// for its group, its output copied to stdout and stderr (see
-// newCommandStreams), and waits for its end as runShell says. It returns
-// how the shell ended; writeErr is the first error of the copies'
-// writers; err is non-nil when the command could not start or could not
-// be waited for.
-func runWaited(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writer, prefix string, tail io.Writer) (ws syscall.WaitStatus, writeErr, err error) {
+// runCommand starts c with syscall.ForkExec, with g for its group and its
+// output copied to stdout and stderr (see newCommandStreams), and waits
+// for its end as runShell says: the goroutine that calls it waits for the
+// command's exit in the runtime's poller where it can (see exitWait), and
+// the copies of its output wait there too (see pipecopy). It returns how the shell ended;
+// writeErr is the first error of the copies' writers; err is non-nil when
+// the command could not start or could not be waited for.
+//
+// The command is forked from the calling goroutine's thread, and its
+// parent-death signal fires when that thread ends: the Go runtime ends a
+// thread only when a goroutine locked to it exits without unlocking it,
+// which no goroutine that runs commands does.
+func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writer, prefix string, tail io.Writer) (ws syscall.WaitStatus, writeErr, err error) {
 	streams, err := newCommandStreams(stdout, stderr, prefix, tail)
 	if err != nil {
 		return ws, nil, err
@@ -136,52 +132,68 @@ func runWaited(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writ
 	if err != nil {
 		return ws, nil, err
 	}
-	command := func(name string, arg ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, name, arg...)
-		cmd.Dir = c.dir
-		cmd.Env = c.env
-		cmd.Stdin = stdin
-		cmd.Stdout, cmd.Stderr = streams.stdout, streams.stderr
-		cmd.SysProcAttr = sysProcAttr()
-		// os/exec sets cmd.Process before it starts the goroutine that
-		// calls Cancel, which may run before spawn.Start returns.
-		cmd.Cancel = func() error { return g.cancel(cmd.Process.Pid) }
-		cmd.WaitDelay = KillGrace
-		return cmd
+	var exit exitWait
+	attr := &syscall.ProcAttr{
+		Dir:   c.dir,
+		Env:   c.env,
+		Files: []uintptr{stdin.Fd(), streams.stdout.Fd(), streams.stderr.Fd()},
+		Sys:   exit.sysProcAttr(),
 	}
-	var cmd *exec.Cmd
+	pid := -1
 	if words := plainWords(c.run); words != nil {
 		if path := lookPath(words[0], envValue(c.env, "PATH")); path != "" {
-			cmd = command(path, words[1:]...)
-			cmd.Args[0] = words[0]
-			if spawn.Start(cmd) != nil {
-				cmd = nil // the shell says why
+			if pid, err = syscall.ForkExec(path, words, attr); err != nil {
+				pid = -1 // the shell says why
 			}
 		}
 	}
-	if cmd == nil {
-		cmd = command("/bin/sh", "-c", c.run)
-		if err := spawn.Start(cmd); err != nil {
-			return ws, nil, fmt.Errorf("starting sh: %w", err)
+	if pid < 0 {
+		if pid, err = syscall.ForkExec("/bin/sh", []string{"/bin/sh", "-c", c.run}, attr); err != nil {
+			return ws, nil, fmt.Errorf("starting sh: %w", &os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: err})
 		}
 	}
 	streams.started()
-	g.set(cmd.Process.Pid)
-	running.add(cmd.Process.Pid)
-	defer running.remove(cmd.Process.Pid)
+	g.set(pid)
+	running.add(pid)
+	defer running.remove(pid)
 
-	waitErr := cmd.Wait()
-	g.stop()
-	writeErr = streams.wait(drainGrace)
-	var ee *exec.ExitError
-	switch {
-	case waitErr == nil:
-	case errors.As(waitErr, &ee):
-		ws, _ = ee.Sys().(syscall.WaitStatus)
-	case !g.cancelled():
-		return ws, writeErr, fmt.Errorf("waiting for the command: %w", waitErr)
+	exited := make(chan struct{})
+	cancelled := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(cancelled)
+		g.cancel(pid)
+		t := time.NewTimer(KillGrace)
+		defer t.Stop()
+		select {
+		case <-exited:
+		case <-t.C:
+			g.kill()
+		}
+	})
+	exit.wait(pid)
+	close(exited)
+	if !stop() {
+		// It signals the group through the shell's pid: not once that
+		// pid is reaped, and free again.
+		<-cancelled
 	}
-	return ws, writeErr, nil
+	ws, err = exit.reap(pid)
+	if err != nil {
+		err = fmt.Errorf("waiting for the command: %w", err)
+	}
+	g.stop()
+	return ws, streams.wait(drainGrace), err
+}
+
+// reap waits for child pid's exit and reaps it.
+func reap(pid int) (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws, err
+		}
+	}
 }
 
 func signalName(s syscall.Signal) string {
@@ -205,7 +217,8 @@ func (g *group) set(pid int) {
 	g.mu.Unlock()
 }
 
-// cancel is the command's Cancel: SIGTERM to the group.
+// cancel records that the command's context ended, and sends SIGTERM to
+// the group.
 func (g *group) cancel(pid int) error {
 	g.mu.Lock()
 	g.pgid = pid
@@ -256,7 +269,7 @@ func groupAlive(pgid int) bool {
 }
 
 // stop ends what is left of the group once its shell has been reaped (so
-// that os/exec no longer calls Cancel): SIGTERM unless sent already, then
+// that the context no longer signals it through the shell's pid): SIGTERM unless sent already, then
 // SIGKILL when the group is still there KillGrace after the SIGTERM.
 func (g *group) stop() {
 	g.mu.Lock()

@@ -43,14 +43,12 @@
 //     process (serial mode, engine.InProcess: poolrun run), the command
 //     dies with that process, and a [Janitor] kills what bears the
 //     pool's mark;
-//   - in the pool's own process (Linux), it is started with
-//     syscall.ForkExec by the goroutine of the job, and that goroutine
-//     follows it to its end: its pidfd and its output pipes in a private
-//     epoll instance that the runtime's network poller waits on, its
-//     context through context.AfterFunc (watch_linux.go), with no other
-//     goroutine and no thread blocked per command. In a worker process, and
-//     elsewhere, os/exec starts it from the spawning thread and waits for
-//     it, which costs less there;
+//   - started with syscall.ForkExec by the goroutine of the job, which
+//     waits for its exit on its pidfd in the runtime's network poller
+//     (Linux; elsewhere in wait4), and stops it through
+//     context.AfterFunc when the job's context ends; its output pipes are
+//     copied by a goroutine each, which waits in the poller too: no
+//     thread is blocked per command (command.go, exit_linux.go);
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind

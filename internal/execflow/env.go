@@ -33,8 +33,9 @@ var lastBase atomic.Pointer[baseEnv]
 // environment without the variables whose names begin with [EnvPrefix],
 // then the entries of extra ([Options.Env], joined by NUL) less those
 // that name what poolrun sets per command, each name once (the last
-// entry that sets it wins, as os/exec has it), and last the command's [OwnerEnv] mark: the chain of owners this
-// process inherited, if any, and its own pair.
+// entry that sets it wins, as os/exec has it), and last the command's
+// [OwnerEnv] mark: the chain of owners this process inherited, if any,
+// and its own pair.
 //
 // poolrun's variables are not inherited: not the engine's worker marker
 // ([engine.WorkerEnv]), which would make a poolrun (or any program built

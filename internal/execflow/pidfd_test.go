@@ -28,11 +28,9 @@ jobs:
     run: sleep 30
     timeout: 100ms
 `)
-	// count returns the number of open descriptors, without the epoll
-	// instances of the watches kept for the next command (a sync.Pool,
-	// per processor: how many stay depends on where the goroutines ran,
-	// and each is closed by its finalizer once the pool drops it), and
-	// the number of pidfds among them.
+	// count returns the number of open descriptors, without epoll
+	// instances (the runtime poller's), and the number of pidfds among
+	// them.
 	count := func() (n, pidfds int) {
 		entries, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -69,6 +67,6 @@ jobs:
 		t.Errorf("%d pidfds open after the pools", pidfds)
 	}
 	if after > before+2 {
-		t.Errorf("%d descriptors open before the pools, %d after (the watches' epoll instances not counted)", before, after)
+		t.Errorf("%d descriptors open before the pools, %d after (epoll instances not counted)", before, after)
 	}
 }

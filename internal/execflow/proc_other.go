@@ -2,11 +2,7 @@
 
 package execflow
 
-import (
-	"context"
-	"io"
-	"syscall"
-)
+import "syscall"
 
 // sysProcAttr: a command has a process group of its own. Without a
 // parent-death signal, a command outlives a worker that dies abruptly.
@@ -18,10 +14,19 @@ func sysProcAttr() *syscall.SysProcAttr {
 // is not known here.
 func onMemoryFS(string) bool { return false }
 
-// watchAvailable: commands are waited for as os/exec does, elsewhere
-// than on Linux (see watch_linux.go).
-func watchAvailable() bool { return false }
-
-func runWatched(context.Context, shellCmd, *group, io.Writer, io.Writer, string, io.Writer) (syscall.WaitStatus, error, error) {
-	panic("execflow: no watch here")
+// exitWait waits for a command's exit in wait4, which reaps it: a signal
+// sent through its pid between its exit and the end of wait could reach
+// a process that took the pid, as with os.Process where there are no
+// pidfds.
+type exitWait struct {
+	ws  syscall.WaitStatus
+	err error
 }
+
+func (*exitWait) sysProcAttr() *syscall.SysProcAttr { return sysProcAttr() }
+
+// wait returns once command pid has exited, reaped.
+func (e *exitWait) wait(pid int) { e.ws, e.err = reap(pid) }
+
+// reap returns what wait found.
+func (e *exitWait) reap(int) (syscall.WaitStatus, error) { return e.ws, e.err }

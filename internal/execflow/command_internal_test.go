@@ -8,28 +8,26 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// TestWatch runs commands as the pool's own process does (see watch),
-// with the commands' pidfds and without them (as on a kernel older than
-// 5.3): the status, the output in the log files, the tail of standard
-// error, a command stopped by its context, and one whose orphan keeps its
-// output open past drainGrace.
-func TestWatch(t *testing.T) {
-	if !watchAvailable() {
-		t.Skip("no watch here")
-	}
+// TestRunShell runs commands with their pidfds and without them (as on a
+// kernel older than 5.3): the status, the output in the log files, the
+// tail of standard error, a command stopped by its context, and one whose
+// orphan keeps its output open past drainGrace.
+func TestRunShell(t *testing.T) {
 	for _, noPidfd := range []bool{false, true} {
 		name := "pidfd"
 		if noPidfd {
 			name = "no pidfd"
 		}
 		t.Run(name, func(t *testing.T) {
-			defer func(v bool) { watchNoPidfd = v }(watchNoPidfd)
-			watchNoPidfd = noPidfd
+			defer func(v bool) { exitNoPidfd = v }(exitNoPidfd)
+			exitNoPidfd = noPidfd
 			dir := t.TempDir()
 			run := func(ctx context.Context, job, run string) (shellOutcome, error) {
 				return runShell(ctx, shellCmd{run: run, dir: dir, env: os.Environ(), tailLines: 2, job: job, stdio: Stdio{LogDir: dir}})
@@ -79,15 +77,17 @@ func TestWatch(t *testing.T) {
 			}
 
 			// An orphan out of the group holds the pipes: what was
-			// written before drainGrace passes on, and the wait ends.
+			// written before drainGrace passes on, and the wait ends
+			// long before the orphan does.
 			start = time.Now()
-			out, err = run(context.Background(), "orphan", "echo before; setsid sh -c 'sleep 3' & exit 0")
+			out, err = run(context.Background(), "orphan", "echo before; setsid sh -c 'echo $$ > orphan.tmp; mv orphan.tmp orphan.pid; exec sleep 120' & i=0; until [ -e orphan.pid ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; exit 0")
 			if err != nil || out.exitCode != 0 {
 				t.Errorf("orphan: exit %d, %v", out.exitCode, err)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			if d := time.Since(start); d > 60*time.Second {
 				t.Errorf("the orphan held the command for %v", d)
 			}
+			killOrphan(t, filepath.Join(dir, "orphan.pid"))
 			if got := read("orphan.out"); got != "before\n" {
 				t.Errorf("orphan.out holds %q", got)
 			}
@@ -95,12 +95,9 @@ func TestWatch(t *testing.T) {
 	}
 }
 
-// TestWatchesLeaveNothingOpen: after commands in watches, the process has
-// the descriptors it had (the watches kept for later hold one each).
-func TestWatchesLeaveNothingOpen(t *testing.T) {
-	if !watchAvailable() {
-		t.Skip("no watch here")
-	}
+// TestRunShellLeavesNothingOpen: after commands, the process has the
+// descriptors it had.
+func TestRunShellLeavesNothingOpen(t *testing.T) {
 	fds := func() []string {
 		entries, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -123,5 +120,26 @@ func TestWatchesLeaveNothingOpen(t *testing.T) {
 	}
 	if after := fds(); !slices.Equal(before, after) {
 		t.Errorf("descriptors before: %v\nafter: %v", before, after)
+	}
+}
+
+// killOrphan kills the process whose pid the file at path holds, once
+// written (within a deadline).
+func killOrphan(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the orphan did not write %s", path)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
