@@ -136,7 +136,7 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 	attr := &syscall.ProcAttr{
 		Dir:   c.dir,
 		Env:   c.env,
-		Files: []uintptr{stdin.Fd(), streams.stdout.Fd(), streams.stderr.Fd()},
+		Files: []uintptr{stdin.Fd(), streams.stdout, streams.stderr},
 		Sys:   exit.sysProcAttr(),
 	}
 	pid := -1

@@ -223,11 +223,12 @@ func (c *lineCopy) write(b []byte) {
 	}
 }
 
-// commandStreams are a command's standard output and error: the files it
-// gets, and the copies that pass on what it writes to pipes.
+// commandStreams are a command's standard output and error: the
+// descriptors it gets, and the copies that pass on what it writes to
+// pipes.
 type commandStreams struct {
-	stdout, stderr *os.File // the command's
-	writeEnds      []*os.File
+	stdout, stderr uintptr     // the command's
+	writeEnds      []int       // the pipes' write ends, for the command alone
 	pending        []*lineCopy // made, not started: their read ends
 	copies         []*lineCopy
 	closed         bool
@@ -242,7 +243,7 @@ type commandStreams struct {
 func newCommandStreams(stdout, stderr io.Writer, prefix string, tail io.Writer) (*commandStreams, error) {
 	s := &commandStreams{}
 	if f, ok := ownStdout(stdout, prefix); ok {
-		s.stdout = f
+		s.stdout = f.Fd()
 	} else {
 		pw, err := s.pipe(stdout, prefix, nil)
 		if err != nil {
@@ -260,25 +261,30 @@ func newCommandStreams(stdout, stderr io.Writer, prefix string, tail io.Writer) 
 }
 
 // pipe makes a pipe whose read end is copied to w, and returns its write
-// end.
-func (s *commandStreams) pipe(w io.Writer, prefix string, tail io.Writer) (*os.File, error) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
+// end. Only the read end is an os.File, in the runtime's poller: the
+// write end is the command's, and this process only closes it.
+func (s *commandStreams) pipe(w io.Writer, prefix string, tail io.Writer) (uintptr, error) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		return 0, os.NewSyscallError("pipe2", err)
 	}
-	s.writeEnds = append(s.writeEnds, pw)
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		return 0, os.NewSyscallError("fcntl", err)
+	}
+	s.writeEnds = append(s.writeEnds, fds[1])
 	c := newLineCopy(w, prefix, tail)
-	c.r = pr
+	c.r = os.NewFile(uintptr(fds[0]), "|0")
 	s.pending = append(s.pending, c)
-	return pw, nil
+	return uintptr(fds[1]), nil
 }
 
 // started closes this process's write ends, now that the command has
 // them (so that the copies end when the command's processes are gone),
 // and starts the copies.
 func (s *commandStreams) started() {
-	closeFiles(s.writeEnds)
-	s.writeEnds = nil
+	s.closeWriteEnds()
 	for _, c := range s.pending {
 		c.start()
 	}
@@ -307,14 +313,15 @@ func (s *commandStreams) close() {
 		return
 	}
 	s.closed = true
-	closeFiles(s.writeEnds)
+	s.closeWriteEnds()
 	for _, c := range append(s.pending, s.copies...) {
 		c.r.Close()
 	}
 }
 
-func closeFiles(fs []*os.File) {
-	for _, f := range fs {
-		f.Close()
+func (s *commandStreams) closeWriteEnds() {
+	for _, fd := range s.writeEnds {
+		syscall.Close(fd)
 	}
+	s.writeEnds = nil
 }
