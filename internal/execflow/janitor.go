@@ -125,9 +125,9 @@ func StartJanitor(opts Options) (*Janitor, error) {
 // [dismissal]; at its end without that (the pool's process died), it
 // executes this program, open on descriptor 3 (the path, $0, where /proc
 // is missing), which finds its standard input at its end and ends what
-// the pool left. A janitor of this program's own cost a Go program's
-// start for the wait alone: 27 ms of CPU, at the moment the first commands
-// start, against 5-7 ms for the shell (bench/README.md, group 8).
+// the pool left. The shell waits: a janitor of this program's own would
+// cost a whole Go program's start for the wait alone, at the moment the
+// first commands start (bench/README.md has the figures).
 var janitorWaiter = `: poolrun janitor; read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
 
 // Close dismisses the janitor: call it once the pool's Run has returned,

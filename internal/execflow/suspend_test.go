@@ -54,7 +54,11 @@ jobs:
 			if err != nil {
 				t.Fatal(err)
 			}
+			tickBy := time.Now().Add(time.Minute)
 			for ticks(t, logDir) == 0 {
+				if time.Now().After(tickBy) {
+					t.Fatal("the command's child did not tick within a minute")
+				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			resume := execflow.Suspend(p)
