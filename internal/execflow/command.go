@@ -14,13 +14,13 @@ import (
 	"github.com/poolrun/poolrun/engine"
 )
 
-// KillGrace is how long the processes of a command's group have, after
+// killGrace is how long the processes of a command's group have, after
 // SIGTERM, before they are killed with SIGKILL.
-const KillGrace = 300 * time.Millisecond
+const killGrace = 300 * time.Millisecond
 
 // drainGrace bounds the wait for the end of a command's output once its
 // group is gone: a process that left the group (setsid) may hold its
-// pipes (what they hold then is still passed on). KillGrace plus
+// pipes (what they hold then is still passed on). killGrace plus
 // drainGrace stays below the engine's half second between a worker's
 // SIGTERM and its exit.
 const drainGrace = 100 * time.Millisecond
@@ -58,10 +58,10 @@ type shellOutcome struct {
 // be created or written, or when ctx ended (then the whole group was
 // stopped, and the error wraps the context's cause).
 //
-// Shutdown: when ctx ends, the group gets SIGTERM; after KillGrace, if the
+// Shutdown: when ctx ends, the group gets SIGTERM; after killGrace, if the
 // shell is still there, the group gets SIGKILL. Once the shell has been
 // reaped, any process left in its group gets SIGTERM (unless it had it
-// already) and, if the group is not empty KillGrace after that SIGTERM,
+// already) and, if the group is not empty killGrace after that SIGTERM,
 // SIGKILL. Then the output is read to its end, waiting at most drainGrace
 // for it; after that, what its pipes hold is still passed on, and no more.
 func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
@@ -162,7 +162,7 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 	stop := context.AfterFunc(ctx, func() {
 		defer close(cancelled)
 		g.cancel(pid)
-		t := time.NewTimer(KillGrace)
+		t := time.NewTimer(killGrace)
 		defer t.Stop()
 		select {
 		case <-exited:
@@ -227,13 +227,6 @@ func (g *group) cancel(pid int) error {
 	return g.term()
 }
 
-// termTime is when the group had SIGTERM; zero if not yet.
-func (g *group) termTime() time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.termAt
-}
-
 // kill sends SIGKILL to the group.
 func (g *group) kill() {
 	g.mu.Lock()
@@ -263,14 +256,14 @@ func (g *group) term() error {
 // groupAlive reports whether some process of group pgid is still there. A
 // zombie that nobody has reaped yet counts: where the init process is slow
 // to reap the orphans of a killed shell, stopping a group with orphans
-// takes the whole KillGrace.
+// takes the whole killGrace.
 func groupAlive(pgid int) bool {
 	return syscall.Kill(-pgid, 0) == nil
 }
 
 // stop ends what is left of the group once its shell has been reaped (so
 // that the context no longer signals it through the shell's pid): SIGTERM unless sent already, then
-// SIGKILL when the group is still there KillGrace after the SIGTERM.
+// SIGKILL when the group is still there killGrace after the SIGTERM.
 func (g *group) stop() {
 	g.mu.Lock()
 	pgid := g.pgid
@@ -280,7 +273,7 @@ func (g *group) stop() {
 	}
 	g.term()
 	g.mu.Lock()
-	deadline := g.termAt.Add(KillGrace)
+	deadline := g.termAt.Add(killGrace)
 	g.mu.Unlock()
 	for groupAlive(pgid) && time.Now().Before(deadline) {
 		time.Sleep(groupPoll)

@@ -64,7 +64,7 @@ func TestRunShell(t *testing.T) {
 			}
 
 			// Stopped by its context; a shell that ignores SIGTERM is
-			// killed KillGrace later.
+			// killed killGrace later.
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			start := time.Now()

@@ -8,7 +8,7 @@
 // # Jobs
 //
 // [Queue] queues every job of a workflow on a pool, in the workflow's order,
-// as a call of the one registered function named [FuncName]. A job's after
+// as a call of the one registered function named funcName. A job's after
 // list becomes engine.After and its needs list engine.Needs with the item
 // handles, so that the pool's window lists an item while an unfinished job
 // needs it. Each job carries the label [LabelID] with its workflow id.
@@ -27,7 +27,7 @@
 //     without #!) goes to /bin/sh -c after all, which says why with its
 //     exit status (127, 126);
 //   - with the worker's environment (which is poolrun's) less every
-//     variable whose name begins with [EnvPrefix] (the engine's worker
+//     variable whose name begins with envPrefix (the engine's worker
 //     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
 //     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
 //     for every item it needs ([workflow.EnvName]), plus the mark
@@ -63,18 +63,18 @@
 //     are kept for the [Result] or the error.
 //
 // A command that exits with a non-zero status, or is killed by a signal,
-// fails its job with a [*CommandError]. A job's error reaches the pool's
+// fails its job with a *commandError. A job's error reaches the pool's
 // process as an *engine.RemoteError that holds only its message (in serial
-// mode too: the engine sends it the same way); [AsCommandError] turns it
-// back into a CommandError.
+// mode too: the engine sends it the same way); asCommandError turns it
+// back into a commandError.
 //
 // # Stopping
 //
 // When the job's context ends (the pool is interrupted, or the worker is told
 // to stop), the command's whole process group gets SIGTERM, and SIGKILL
-// [KillGrace] later if any process of the group is still there. When the
+// killGrace later if any process of the group is still there. When the
 // shell ends on its own, processes it left running in its group get the same
-// treatment: SIGTERM, then SIGKILL after KillGrace. A job's processes do not
+// treatment: SIGTERM, then SIGKILL after killGrace. A job's processes do not
 // outlive it, unless they leave its process group (setsid).
 //
 // [Suspend] stops (SIGSTOP) every process of a pool's work (its workers'
@@ -98,7 +98,7 @@
 // end Skipped, need no item, and let the jobs after them run.
 //
 // The commands that made the outputs are known from the workflow's state
-// file, [StateFile]: ".NAME.poolrun-state" beside the workflow file NAME, a
+// file, stateFile: ".NAME.poolrun-state" beside the workflow file NAME, a
 // small JSON file that maps each job id to a hash of its command and says
 // whether its outputs are done. [Plan.Begin], before anything runs,
 // records every job with outputs that the plan runs as started; the pool
@@ -121,7 +121,7 @@
 // [Queue]'s registered function. Before the command it notes what the
 // outputs stand for (modification time, size, inode). When the command
 // exits 0, an output that is missing, or a pattern that matches nothing,
-// fails the job with an error that names it ([ErrOutputNotWritten]); an
+// fails the job with an error that names it (errOutputNotWritten); an
 // output that is as it was is made (cp -p, a make with nothing to do).
 // When the command fails, is killed, or is stopped because the job was
 // cancelled, timed out or the pool was interrupted, or when an output is
@@ -145,14 +145,14 @@
 // An item's command builds the artefact at the path in $POOLRUN_ITEM, a name
 // that does not exist yet in the worker process's scratch folder. Its build
 // fails if the command fails or exits 0 without creating anything at the
-// path ([ErrNoArtefact]). The artefact is deleted (os.RemoveAll) when the
+// path (errNoArtefact). The artefact is deleted (os.RemoveAll) when the
 // worker evicts the item, that is when no unfinished job of the pool needs
 // it any more (exactly as in-memory items are freed), or when the worker
 // ends. The item's size in the cache statistics is the total size of the
 // artefact's files: on a memory file system, the memory it holds.
 //
-// The items are members of one cachepool family (prefix [ItemPrefix]) named
-// ItemPrefix + ":" + item name + "@" + 16 hexadecimal digits that hash
+// The items are members of one cachepool family (prefix itemPrefix) named
+// itemPrefix + ":" + item name + "@" + 16 hexadecimal digits that hash
 // everything the build depends on (its name and command, its place in the
 // workflow file, the folder, the extra environment, the scratch root, the
 // number of standard error lines kept). A job's argument carries

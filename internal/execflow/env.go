@@ -10,7 +10,7 @@ import (
 )
 
 // A command's environment is a base, the same for every command of a run,
-// followed by the names poolrun sets for that command alone: [JobEnv] for
+// followed by the names poolrun sets for that command alone: jobEnv for
 // a job and the paths of its items ([workflow.EnvName]), or
 // [workflow.ItemEnv] for an item's command. The base holds no entry of
 // those names, and no name twice, so that the whole needs no
@@ -30,7 +30,7 @@ type baseEnv struct {
 var lastBase atomic.Pointer[baseEnv]
 
 // commandEnv returns the base environment of a command: this process's
-// environment without the variables whose names begin with [EnvPrefix],
+// environment without the variables whose names begin with envPrefix,
 // then the entries of extra ([Options.Env], joined by NUL) less those
 // that name what poolrun sets per command, each name once (the last
 // entry that sets it wins, as os/exec has it), and last the command's
@@ -62,7 +62,7 @@ func buildEnv(environ []string, extra string) []string {
 		if chain, ok := strings.CutPrefix(kv, OwnerEnv+"="); ok {
 			outer = chain
 		}
-		if !strings.HasPrefix(kv, EnvPrefix) {
+		if !strings.HasPrefix(kv, envPrefix) {
 			env = append(env, kv)
 		}
 	}
@@ -78,9 +78,9 @@ func buildEnv(environ []string, extra string) []string {
 }
 
 // perCommand reports whether poolrun sets the variable name for each
-// command: [JobEnv], [workflow.ItemEnv] and the item paths, [OwnerEnv].
+// command: jobEnv, [workflow.ItemEnv] and the item paths, [OwnerEnv].
 func perCommand(name string) bool {
-	return name == JobEnv || name == OwnerEnv || name == workflow.ItemEnv ||
+	return name == jobEnv || name == OwnerEnv || name == workflow.ItemEnv ||
 		strings.HasPrefix(name, workflow.ItemEnv+"_")
 }
 

@@ -9,23 +9,23 @@ import (
 	"github.com/poolrun/poolrun/engine"
 )
 
-// ErrNoArtefact is wrapped by the error of an item whose command exited with
+// errNoArtefact is wrapped by the error of an item whose command exited with
 // status 0 but left nothing at the path in $POOLRUN_ITEM. Only the message
-// reaches the pool's process (see [AsCommandError]).
-var ErrNoArtefact = errors.New("the command exited 0 but created nothing at $POOLRUN_ITEM")
+// reaches the pool's process (see asCommandError).
+var errNoArtefact = errors.New("the command exited 0 but created nothing at $POOLRUN_ITEM")
 
-// ErrOutputNotWritten is wrapped by the error of a job whose command exited
+// errOutputNotWritten is wrapped by the error of a job whose command exited
 // with status 0 but did not make one of the job's declared outputs: nothing
 // is at its path, or nothing matches its pattern; the error names the
 // output. Only the message reaches the pool's process.
-var ErrOutputNotWritten = errors.New("the command exited 0 without making this output")
+var errOutputNotWritten = errors.New("the command exited 0 without making this output")
 
-// ErrBadState is wrapped by the error of [NewPlan] when the workflow's state
-// file ([StateFile]) cannot be read, or is not a state file of this
+// errBadState is wrapped by the error of [NewPlan] when the workflow's state
+// file (stateFile) cannot be read, or is not a state file of this
 // version; the error names the file.
-var ErrBadState = errors.New("execflow: bad state file")
+var errBadState = errors.New("execflow: bad state file")
 
-// A CommandError reports a command that exited with a non-zero status or was
+// A commandError reports a command that exited with a non-zero status or was
 // killed by a signal: a job's own command, or the command that builds an
 // item the job needs.
 //
@@ -35,7 +35,7 @@ var ErrBadState = errors.New("execflow: bad state file")
 //	job "ID": item "NAME" (FILE:LINE): killed by signal SIGKILL
 //
 // where FILE:LINE is the job's (or the item's) place in the workflow file.
-type CommandError struct {
+type commandError struct {
 	// JobID is the workflow id of the job that failed.
 	JobID string
 	// Item is the name of the item whose command failed, or "" when the
@@ -55,8 +55,8 @@ type CommandError struct {
 	StderrTail string
 }
 
-// Error returns the message described at [CommandError].
-func (e *CommandError) Error() string {
+// Error returns the message described at commandError.
+func (e *commandError) Error() string {
 	var b strings.Builder
 	if e.JobID != "" {
 		b.WriteString("job ")
@@ -83,18 +83,18 @@ func (e *CommandError) Error() string {
 	return b.String()
 }
 
-// AsCommandError finds the first CommandError in err's tree (through Unwrap,
-// as errors.As does). A job's CommandError reaches the pool's process as an
+// asCommandError finds the first commandError in err's tree (through Unwrap,
+// as errors.As does). A job's commandError reaches the pool's process as an
 // *engine.RemoteError that holds only its message (with workers, and in
 // serial mode too); such an error, when its message has the form of a
-// CommandError's, is turned back into one (File must not contain a
+// commandError's, is turned back into one (File must not contain a
 // newline). The second result is false when err holds neither. Use it on the
 // error of a job's Result, or on Run's error for the first failed command.
-func AsCommandError(err error) (*CommandError, bool) {
-	var found *CommandError
+func asCommandError(err error) (*commandError, bool) {
+	var found *commandError
 	walkErrors(err, func(e error) bool {
 		switch x := e.(type) {
-		case *CommandError:
+		case *commandError:
 			found = x
 		case *engine.RemoteError:
 			if ce, ok := parseCommandError(x.Msg); ok {
@@ -128,13 +128,13 @@ func walkErrors(err error, visit func(error) bool) bool {
 	return false
 }
 
-// parseCommandError reverses [CommandError.Error].
-func parseCommandError(msg string) (*CommandError, bool) {
+// parseCommandError reverses [commandError.Error].
+func parseCommandError(msg string) (*commandError, bool) {
 	head, tail, _ := strings.Cut(msg, "\n")
 	if i := strings.LastIndex("\n"+tail, "\n"+removedPrefix); i >= 0 && !strings.Contains(tail[i:], "\n") {
 		tail = strings.TrimSuffix(tail[:i], "\n") // finishOutputs' line, not the command's
 	}
-	ce := &CommandError{StderrTail: tail}
+	ce := &commandError{StderrTail: tail}
 	quoted := func(prefix string) (string, bool) {
 		if !strings.HasPrefix(head, prefix) {
 			return "", false

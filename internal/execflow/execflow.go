@@ -15,13 +15,13 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-// FuncName is the name under which the function that runs a workflow job's
+// funcName is the name under which the function that runs a workflow job's
 // command is registered with the engine: the Func of every job [Queue]
 // queues, in events and errors.
-const FuncName = "poolrun.exec"
+const funcName = "poolrun.exec"
 
-// JobEnv is the environment variable that holds a job's workflow id.
-const JobEnv = "POOLRUN_JOB"
+// jobEnv is the environment variable that holds a job's workflow id.
+const jobEnv = "POOLRUN_JOB"
 
 // inPoolProcess reports whether this process is not a worker process that
 // a pool started: the pool's own, whose workers (serial mode,
@@ -31,20 +31,20 @@ var inPoolProcess = sync.OnceValue(func() bool {
 	return !worker
 })
 
-// EnvPrefix begins the names of poolrun's environment variables:
-// [engine.WorkerEnv], [JobEnv], [workflow.ItemEnv] and the item paths of
+// envPrefix begins the names of poolrun's environment variables:
+// [engine.WorkerEnv], jobEnv, [workflow.ItemEnv] and the item paths of
 // [workflow.EnvName]. Commands inherit none of them from poolrun's
 // environment; poolrun sets those a command needs ([Options.Env] may set
 // others).
-const EnvPrefix = "POOLRUN_"
+const envPrefix = "POOLRUN_"
 
 // LabelID is the engine label that holds a job's workflow id, in events
 // ([engine.Event].Labels) and in [engine.JobError].
 const LabelID = "id"
 
-// DefaultTailLines is the number of lines of standard error kept for a
+// defaultTailLines is the number of lines of standard error kept for a
 // job's result or error when [Options.TailLines] is 0.
-const DefaultTailLines = 20
+const defaultTailLines = 20
 
 // Options say how to run a workflow's commands. The zero Options runs them in
 // the current folder with poolrun's environment.
@@ -55,7 +55,7 @@ type Options struct {
 	Dir string
 	// Env holds extra environment variables, "KEY=value", on top of
 	// poolrun's own environment less its POOLRUN_* variables (see
-	// [EnvPrefix]); a KEY given here wins, and POOLRUN_JOB and
+	// envPrefix); a KEY given here wins, and POOLRUN_JOB and
 	// POOLRUN_ITEM* set by poolrun win over it. nil adds nothing.
 	Env []string
 	// Scratch is the folder in which each worker process makes its private
@@ -63,8 +63,8 @@ type Options struct {
 	// exist.
 	Scratch string
 	// TailLines is the number of lines at the end of a command's standard
-	// error that are kept for its [Result] or [CommandError]. 0 means
-	// [DefaultTailLines]; a negative number keeps none.
+	// error that are kept for its [Result] or commandError. 0 means
+	// defaultTailLines; a negative number keeps none.
 	TailLines int
 	// Stdio says what becomes of what the jobs' commands print on their
 	// standard output and error: tagged lines, or log files. The zero
@@ -79,7 +79,7 @@ type Options struct {
 // A Result is what a job that succeeded reports.
 type Result struct {
 	// ExitCode is the command's exit status: always 0, since a command that
-	// exits otherwise fails its job with a [*CommandError].
+	// exits otherwise fails its job with a *commandError.
 	ExitCode int
 	// Stderr holds the last lines of the command's standard error (see
 	// [Options.TailLines]), without the final newline; "" if it wrote none.
@@ -104,7 +104,7 @@ type execArg struct {
 	Outputs   *outputs // the job's declared outputs; nil if none
 }
 
-var execFunc = engine.Register(FuncName, runJob)
+var execFunc = engine.Register(funcName, runJob)
 
 // settings are Options checked and resolved, as the parent computes them
 // once for a workflow.
@@ -154,7 +154,7 @@ func resolve(opts Options) (settings, error) {
 
 	switch {
 	case opts.TailLines == 0:
-		s.tail = DefaultTailLines
+		s.tail = defaultTailLines
 	case opts.TailLines > 0:
 		s.tail = opts.TailLines
 	}
@@ -361,7 +361,7 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 // runJob is the registered function: it gets the job's items and runs its
 // command.
 func runJob(ctx context.Context, a execArg) (Result, error) {
-	env := append(commandEnv(strings.Join(a.Env, "\x00")), JobEnv+"="+a.ID)
+	env := append(commandEnv(strings.Join(a.Env, "\x00")), jobEnv+"="+a.ID)
 	for _, ip := range a.Items {
 		path, err := items.Item(ip).Get(ctx)
 		if err != nil {
@@ -379,7 +379,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	case err != nil:
 		err = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
 	case out.exitCode != 0 || out.signal != "":
-		err = &CommandError{
+		err = &commandError{
 			JobID: a.ID, File: a.File, Line: a.Line,
 			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
 		}
@@ -390,7 +390,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 
 // jobItemError says why a job could not get item ip.
 func jobItemError(a execArg, ip itemParam, err error) error {
-	var ce *CommandError
+	var ce *commandError
 	if errors.As(err, &ce) {
 		c := *ce // shared with other callers of the failed build
 		c.JobID = a.ID

@@ -45,18 +45,18 @@ func TestTailWriter(t *testing.T) {
 func TestCommandErrorMessage(t *testing.T) {
 	cases := []struct {
 		name string
-		err  CommandError
+		err  commandError
 		want string
 	}{
-		{"job", CommandError{JobID: "a-1", File: "w.yaml", Line: 7, ExitCode: 2, StderrTail: "oops\nbad"},
+		{"job", commandError{JobID: "a-1", File: "w.yaml", Line: 7, ExitCode: 2, StderrTail: "oops\nbad"},
 			"job \"a-1\" (w.yaml:7): exit status 2\noops\nbad"},
-		{"signal", CommandError{JobID: "a", File: "w.yaml", Line: 3, ExitCode: -1, Signal: "SIGKILL"},
+		{"signal", commandError{JobID: "a", File: "w.yaml", Line: 3, ExitCode: -1, Signal: "SIGKILL"},
 			`job "a" (w.yaml:3): killed by signal SIGKILL`},
-		{"item of a job", CommandError{JobID: "a", Item: "ref", File: "w.yaml", Line: 2, ExitCode: 1},
+		{"item of a job", commandError{JobID: "a", Item: "ref", File: "w.yaml", Line: 2, ExitCode: 1},
 			`job "a": item "ref" (w.yaml:2): exit status 1`},
-		{"item", CommandError{Item: "ref", File: "w.yaml", Line: 2, ExitCode: 1},
+		{"item", commandError{Item: "ref", File: "w.yaml", Line: 2, ExitCode: 1},
 			`item "ref" (w.yaml:2): exit status 1`},
-		{"odd file", CommandError{JobID: `q"x`, File: "d (1)/w:2.yaml): x", Line: 9, ExitCode: 255, StderrTail: "job \"x\" (y:1): exit status 3"},
+		{"odd file", commandError{JobID: `q"x`, File: "d (1)/w:2.yaml): x", Line: 9, ExitCode: 255, StderrTail: "job \"x\" (y:1): exit status 3"},
 			"job \"q\\\"x\" (d (1)/w:2.yaml): x:9): exit status 255\njob \"x\" (y:1): exit status 3"},
 	}
 	for _, c := range cases {
@@ -77,7 +77,7 @@ func TestCommandErrorMessage(t *testing.T) {
 		"", "exit status 1", `job "a": exit status 1`, `job "a" (w.yaml): exit status 1`,
 		`job "a" (w.yaml:x): exit status 1`, `job "a" (w.yaml:1): exit status one`,
 		`job "a" (w.yaml:1): stopped: context canceled`, `job a (w.yaml:1): exit status 1`,
-		`job "a": item "b" (w.yaml:1): ` + ErrNoArtefact.Error(),
+		`job "a": item "b" (w.yaml:1): ` + errNoArtefact.Error(),
 	} {
 		if ce, ok := parseCommandError(msg); ok {
 			t.Errorf("parseCommandError(%q) = %#v, want failure", msg, *ce)

@@ -15,9 +15,9 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-// ItemPrefix is the prefix of the cachepool family of workflow items: their
-// cache names are ItemPrefix + ":" + item name + "@" + 16 hexadecimal digits.
-const ItemPrefix = "poolrun.item"
+// itemPrefix is the prefix of the cachepool family of workflow items: their
+// cache names are itemPrefix + ":" + item name + "@" + 16 hexadecimal digits.
+const itemPrefix = "poolrun.item"
 
 // itemParam is everything an item's build depends on, as the parent
 // computes it and the job's argument carries it to the worker: the family
@@ -35,7 +35,7 @@ type itemParam struct {
 	TailLines int
 }
 
-var items = cachepool.DefineFamily(ItemPrefix, buildItem,
+var items = cachepool.DefineFamily(itemPrefix, buildItem,
 	cachepool.MemberName(memberName),
 	cachepool.Cleanup(removeArtefact),
 	cachepool.Size(artefactSize),
@@ -82,13 +82,13 @@ func buildItem(ctx context.Context, p itemParam) (string, error) {
 	case err != nil:
 		err = fail(err)
 	case out.exitCode != 0 || out.signal != "":
-		err = &CommandError{
+		err = &commandError{
 			Item: p.Name, File: p.File, Line: p.Line,
 			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
 		}
 	default:
 		if _, serr := os.Lstat(path); serr != nil {
-			err = fail(fmt.Errorf("%w (%s)", ErrNoArtefact, path))
+			err = fail(fmt.Errorf("%w (%s)", errNoArtefact, path))
 		}
 	}
 	if err != nil {

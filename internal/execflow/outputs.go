@@ -43,7 +43,7 @@ func newOutputsMaker(wf *workflow.Workflow, work string) (*outputsMaker, error) 
 	if err != nil {
 		return nil, fmt.Errorf("execflow: %s: %w", wf.File, err)
 	}
-	return &outputsMaker{dir: dir, protect: []string{file, StateFile(file), work}}, nil
+	return &outputsMaker{dir: dir, protect: []string{file, stateFile(file), work}}, nil
 }
 
 // of returns the outputs of job j, nil if it declares none.
@@ -71,7 +71,7 @@ func (o *outputs) snapshot() map[string]stamp {
 	return before
 }
 
-// check returns an error, wrapping [ErrOutputNotWritten] and naming the
+// check returns an error, wrapping errOutputNotWritten and naming the
 // output, for the first output that the command, which exited 0, did not
 // make: a path where there is nothing, or a pattern that matches nothing.
 // An output that is as it was before the command ran is made: a command
@@ -95,7 +95,7 @@ func (o *outputs) check() error {
 		if isPattern(p) {
 			why = " (nothing matches the pattern)"
 		}
-		return fmt.Errorf("output %s: %w%s", o.Dir.showAs(p), ErrOutputNotWritten, why)
+		return fmt.Errorf("output %s: %w%s", o.Dir.showAs(p), errOutputNotWritten, why)
 	}
 	return nil
 }

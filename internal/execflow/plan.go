@@ -147,10 +147,10 @@ type Plan struct {
 // Inputs and outputs are read relative to the folder of wf.File (made
 // absolute against the current folder), and a folder counts by its own
 // modification time. Symbolic links are followed. The state file is
-// [StateFile](wf.File), read only when some job declares outputs; a job
+// stateFile(wf.File), read only when some job declares outputs; a job
 // it does not know is judged by the times of its files alone. NewPlan
 // changes nothing on disk. It fails, naming the file, when the state file
-// cannot be read or is not one ([ErrBadState]), and when wf is not as
+// cannot be read or is not one (errBadState), and when wf is not as
 // [workflow.Parse] returns them (a nil job, or one that runs after a job
 // that is unknown or comes later); it panics when wf is nil.
 func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
@@ -166,7 +166,7 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		Decisions: make([]Decision, len(wf.Jobs)),
 		byID:      make(map[string]int, len(wf.Jobs)),
 		dir:       dir,
-		stateFile: StateFile(wf.File),
+		stateFile: stateFile(wf.File),
 	}
 	for _, j := range wf.Jobs {
 		if j != nil && len(j.Outputs) > 0 {

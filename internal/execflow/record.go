@@ -37,7 +37,7 @@ func (p *Plan) Begin() error {
 		panic("execflow: Plan.Begin called twice")
 	}
 	p.begun = true
-	live := &state{Version: StateVersion, Jobs: maps.Clone(p.state.Jobs)}
+	live := &state{Version: stateVersion, Jobs: maps.Clone(p.state.Jobs)}
 	if live.Jobs == nil {
 		live.Jobs = make(map[string]jobState)
 	}
@@ -69,7 +69,7 @@ func (p *Plan) Begin() error {
 func (p *Plan) Recorder() engine.Option {
 	return engine.OnEvent(func(e engine.Event) {
 		r := p.rec.Load()
-		if e.Kind != engine.JobStatus || e.Func != FuncName || r == nil {
+		if e.Kind != engine.JobStatus || e.Func != funcName || r == nil {
 			return
 		}
 		var status string
@@ -120,7 +120,7 @@ func (r *recorder) loop() {
 			return
 		}
 		r.mu.Lock()
-		snap := &state{Version: StateVersion, Jobs: maps.Clone(r.live.Jobs)}
+		snap := &state{Version: stateVersion, Jobs: maps.Clone(r.live.Jobs)}
 		r.mu.Unlock()
 		writeState(r.plan.stateFile, snap)
 		select {
@@ -157,7 +157,7 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 		r.end()
 		onDisk = nil // Begin and the recorder wrote it: write it again
 	}
-	next := &state{Version: StateVersion, Jobs: make(map[string]jobState)}
+	next := &state{Version: stateVersion, Jobs: make(map[string]jobState)}
 	for _, j := range p.wf.Jobs {
 		if len(j.Outputs) == 0 {
 			continue

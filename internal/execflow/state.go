@@ -17,22 +17,18 @@ import (
 // This file reads and writes a workflow's state file: the command each
 // job's outputs were made by.
 
-// StateSuffix ends the name of a workflow's state file: the state of
-// "wf.yaml" is ".wf.yaml" + StateSuffix, in the same folder.
-const StateSuffix = ".poolrun-state"
-
-// StateVersion is the version of the state file's format, its "version"
+// stateVersion is the version of the state file's format, its "version"
 // field. Version 1 had no status: its records are read as done.
-const StateVersion = 2
+const stateVersion = 2
 
-// MaxStateSize bounds the size of a state file that a [Plan] reads: 64 MiB,
+// maxStateSize bounds the size of a state file that a [Plan] reads: 64 MiB,
 // some 600 bytes for each of workflow.MaxJobs jobs.
-const MaxStateSize = 64 << 20
+const maxStateSize = 64 << 20
 
-// StateFile returns the path of the state file of the workflow file at
+// stateFile returns the path of the state file of the workflow file at
 // path: ".NAME.poolrun-state" in the same folder, where NAME is the
 // workflow file's name.
-func StateFile(path string) string { return workflow.StateFile(path) }
+func stateFile(path string) string { return workflow.StateFile(path) }
 
 // state is the content of a state file, in JSON:
 //
@@ -70,35 +66,35 @@ func commandHash(run string) string {
 // readState reads the state file at path; a file that does not exist is
 // an empty state. An unreadable, malformed or too large file, or one that
 // is not a regular file, is an error that names it and wraps
-// [ErrBadState].
+// errBadState.
 func readState(path string) (*state, error) {
 	bad := func(what string) error {
-		return fmt.Errorf("%w: %s: %s; delete it to start afresh (jobs are then judged by the times of their files alone)", ErrBadState, path, what)
+		return fmt.Errorf("%w: %s: %s; delete it to start afresh (jobs are then judged by the times of their files alone)", errBadState, path, what)
 	}
 	// A FIFO or a device there is refused at once, not waited for.
-	data, err := regfile.ReadFile(path, MaxStateSize)
+	data, err := regfile.ReadFile(path, maxStateSize)
 	var big *regfile.TooLargeError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &state{Version: StateVersion}, nil
+		return &state{Version: stateVersion}, nil
 	case errors.As(err, &big):
-		return nil, bad(fmt.Sprintf("%d bytes, larger than %d MiB", big.Size, MaxStateSize>>20))
+		return nil, bad(fmt.Sprintf("%d bytes, larger than %d MiB", big.Size, maxStateSize>>20))
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrBadState, err)
+		return nil, fmt.Errorf("%w: %w", errBadState, err)
 	}
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, bad(err.Error())
 	}
-	if st.Version != 1 && st.Version != StateVersion {
-		return nil, bad(fmt.Sprintf("version %d, want 1 or %d", st.Version, StateVersion))
+	if st.Version != 1 && st.Version != stateVersion {
+		return nil, bad(fmt.Sprintf("version %d, want 1 or %d", st.Version, stateVersion))
 	}
 	for id, rec := range st.Jobs {
 		if st.Version == 1 && rec.Status != "" || rec.Status != "" && rec.Status != statusStarted && rec.Status != statusFailed {
 			return nil, bad(fmt.Sprintf("job %q: unknown status %q", id, rec.Status))
 		}
 	}
-	st.Version = StateVersion
+	st.Version = stateVersion
 	return &st, nil
 }
 

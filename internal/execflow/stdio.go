@@ -30,7 +30,7 @@ type Stdio struct {
 	Tag bool
 	// LogDir, if not "", names an existing folder where each job's
 	// command writes its standard output and standard error to files of
-	// its own, ID.out and ID.err (ID as [LogName] makes it safe for a
+	// its own, ID.out and ID.err (ID as logName makes it safe for a
 	// file name), rather than passing them on; Tag does not apply to
 	// them. The files are created, or emptied, when the command starts
 	// (so a job run again keeps the output of its last run only), with
@@ -56,17 +56,17 @@ func (o Stdio) resolve() (Stdio, error) {
 	return o, nil
 }
 
-// Where the bytes of a name come from in LogName.
+// Where the bytes of a name come from in logName.
 const (
-	// logNameSafe are the bytes that LogName keeps as they are (but a
+	// logNameSafe are the bytes that logName keeps as they are (but a
 	// leading dot): those of workflow ids but '/'.
 	logNameSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:+=@"
-	// maxLogName bounds the bytes of LogName's result: with ".out" or
+	// maxLogName bounds the bytes of logName's result: with ".out" or
 	// ".err" it stays within the 255 bytes of a file name.
 	maxLogName = 200
 )
 
-// LogName returns the name of job id's log files in [Stdio.LogDir],
+// logName returns the name of job id's log files in [Stdio.LogDir],
 // before their ".out" and ".err": id itself when it is safe as a file
 // name, as most workflow ids are. Otherwise every byte that is not an
 // ASCII letter, a digit or one of _ - . : + = @ (a '/', say), and a
@@ -74,7 +74,7 @@ const (
 // would still be longer than 200 bytes is cut to 183 and ends with '~'
 // and 16 hexadecimal digits of a hash of id. Distinct ids give distinct
 // names.
-func LogName(id string) string {
+func logName(id string) string {
 	var b strings.Builder
 	for i := 0; i < len(id); i++ {
 		c := id[i]
@@ -96,7 +96,7 @@ func LogName(id string) string {
 
 // openLogs creates (or empties) the log files of job id in dir.
 func openLogs(dir, id string) (stdout, stderr *os.File, err error) {
-	base := filepath.Join(dir, LogName(id))
+	base := filepath.Join(dir, logName(id))
 	if stdout, err = openLog(base + ".out"); err != nil {
 		return nil, nil, err
 	}

@@ -107,16 +107,16 @@ func TestLogName(t *testing.T) {
 		{"", "%"},
 	}
 	for _, tt := range tests {
-		if got := LogName(tt.id); got != tt.want {
-			t.Errorf("LogName(%q) = %q, want %q", tt.id, got, tt.want)
+		if got := logName(tt.id); got != tt.want {
+			t.Errorf("logName(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
-	a, b := LogName(long), LogName(long+"b")
+	a, b := logName(long), logName(long+"b")
 	if len(a) > maxLogName || len(b) > maxLogName || a == b || !strings.HasPrefix(a, long[:maxLogName-17]+"~") {
 		t.Errorf("long ids: %q and %q; want distinct names of at most %d bytes", a, b, maxLogName)
 	}
 	// Distinct ids, distinct names: an escaped id never equals a plain one.
-	if LogName("a/b") == LogName("a%2Fb") {
+	if logName("a/b") == logName("a%2Fb") {
 		t.Error(`"a/b" and "a%2Fb" share a name`)
 	}
 }
