@@ -26,36 +26,47 @@ func rolePoolrun() int {
 	return cli.ExitCode(err)
 }
 
-// makeJobs is how many jobs of `true` BenchmarkVersusMake runs per tool.
+// makeJobs is how many jobs of `true` BenchmarkVersusMake (and
+// BenchmarkForkWait) run per tool.
 const makeJobs = 1000
 
-// BenchmarkVersusMake runs the same 1,000 jobs of `true`, two at a time,
-// with `make -j2` (GNU make, phony targets) and with `poolrun run -j 2`,
-// one after the other in every op (which goes first alternates), and
-// reports each tool's wall time and CPU time per job (the CPU time of the
-// tool's process and of every process under it, as wait4 gives it) and
-// their ratios, poolrun's over make's: below 1, poolrun spends less. One op
-// is one run of each. Skipped where make is not installed.
+// versusMakeJobs returns how many jobs of `true` BenchmarkVersusMake runs
+// per tool: a handful under -short, so that CI's smoke run only checks
+// that it works.
+func versusMakeJobs() int {
+	if testing.Short() {
+		return 10
+	}
+	return makeJobs
+}
+
+// BenchmarkVersusMake runs the same jobs of `true` (versusMakeJobs), two at a
+// time, with `make -j2` (GNU make, phony targets) and with
+// `poolrun run -j 2`, one after the other in every op (which goes first
+// alternates), and reports each tool's wall time and CPU time per job
+// (the CPU time of the tool's process and of every process under it, as
+// wait4 gives it) and their ratios, poolrun's over make's: below 1,
+// poolrun spends less. The workflow is written as a user writes it: one
+// job entry with a foreach over 1..N. One op is one run of each. Skipped
+// where make is not installed.
 func BenchmarkVersusMake(b *testing.B) {
 	makePath, err := exec.LookPath("make")
 	if err != nil {
 		b.Skip("make is not installed")
 	}
+	n := versusMakeJobs()
 	dir := b.TempDir()
-	var wf, mk strings.Builder
-	wf.WriteString("jobs:\n")
-	mk.WriteString(".PHONY: all")
-	targets := make([]string, makeJobs)
-	for i := range makeJobs {
-		targets[i] = fmt.Sprintf("j%d", i)
-		fmt.Fprintf(&wf, "  - {id: j%d, run: \"true\"}\n", i)
-		mk.WriteString(" " + targets[i])
+	wf := fmt.Sprintf("jobs:\n  - id: t-${i}\n    foreach: {i: 1..%d}\n    run: \"true\"\n", n)
+	var mk strings.Builder
+	targets := make([]string, n)
+	for i := range n {
+		targets[i] = fmt.Sprintf("t-%d", i+1)
 	}
-	mk.WriteString("\nall: " + strings.Join(targets, " ") + "\n")
+	fmt.Fprintf(&mk, ".PHONY: all %s\nall: %s\n", strings.Join(targets, " "), strings.Join(targets, " "))
 	for _, t := range targets {
 		mk.WriteString(t + ":\n\t@true\n")
 	}
-	for name, text := range map[string]string{"jobs.yaml": wf.String(), "Makefile": mk.String()} {
+	for name, text := range map[string]string{"jobs.yaml": wf, "Makefile": mk.String()} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +100,7 @@ func BenchmarkVersusMake(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	perJob := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N*makeJobs) }
+	perJob := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N*n) }
 	b.ReportMetric(perJob(wall[0]), "make-ms/job")
 	b.ReportMetric(perJob(wall[1]), "poolrun-ms/job")
 	b.ReportMetric(perJob(cpu[0]), "make-cpu-ms/job")
