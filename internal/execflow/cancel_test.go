@@ -29,7 +29,7 @@ func TestCancel(t *testing.T) {
 		{"ignores SIGTERM", `trap '' TERM; echo $$ > "$LOG/pgid"; sleep 30 & sleep 30; wait`},
 	}
 	// The modes, and poolrun run's: workers that are goroutines of this
-	// process, which wait for their commands on pidfds in the poller.
+	// process.
 	type mode struct {
 		name string
 		opt  engine.Option

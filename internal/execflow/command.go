@@ -113,8 +113,8 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 // runCommand starts c with syscall.ForkExec, with g for its group and its
 // output copied to stdout and stderr (see newCommandStreams), and waits
 // for its end as runShell says: the goroutine that calls it waits for the
-// command's exit in the runtime's poller where it can (see exitWait), and
-// the copies of its output wait there too (see pipecopy). It returns how the shell ended;
+// command's exit (see exitWait), and a goroutine per pipe copies its
+// output, waiting in the runtime's poller (see pipecopy). It returns how the shell ended;
 // writeErr is the first error of the copies' writers; err is non-nil when
 // the command could not start or could not be waited for.
 //

@@ -15,83 +15,72 @@ import (
 	"time"
 )
 
-// TestRunShell runs commands with their pidfds and without them (as on a
-// kernel older than 5.3): the status, the output in the log files, the
-// tail of standard error, a command stopped by its context, and one whose
-// orphan keeps its output open past drainGrace.
+// TestRunShell runs commands: the status, the output in the log files,
+// the tail of standard error, a command stopped by its context, and one
+// whose orphan keeps its output open past drainGrace.
 func TestRunShell(t *testing.T) {
-	for _, noPidfd := range []bool{false, true} {
-		name := "pidfd"
-		if noPidfd {
-			name = "no pidfd"
+	dir := t.TempDir()
+	run := func(ctx context.Context, job, run string) (shellOutcome, error) {
+		return runShell(ctx, shellCmd{run: run, dir: dir, env: os.Environ(), tailLines: 2, job: job, stdio: Stdio{LogDir: dir}})
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			defer func(v bool) { exitNoPidfd = v }(exitNoPidfd)
-			exitNoPidfd = noPidfd
-			dir := t.TempDir()
-			run := func(ctx context.Context, job, run string) (shellOutcome, error) {
-				return runShell(ctx, shellCmd{run: run, dir: dir, env: os.Environ(), tailLines: 2, job: job, stdio: Stdio{LogDir: dir}})
-			}
-			read := func(name string) string {
-				b, err := os.ReadFile(filepath.Join(dir, name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return string(b)
-			}
+		return string(b)
+	}
 
-			out, err := run(context.Background(), "status", "echo out; echo one >&2; echo two >&2; echo three >&2; exit 3")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.exitCode != 3 || out.signal != "" || out.tail != "two\nthree" {
-				t.Errorf("exit %d, signal %q, tail %q; want 3, none, \"two\\nthree\"", out.exitCode, out.signal, out.tail)
-			}
-			if got := read("status.out"); got != "out\n" {
-				t.Errorf("status.out holds %q", got)
-			}
-			if got := read("status.err"); got != "one\ntwo\nthree\n" {
-				t.Errorf("status.err holds %q", got)
-			}
+	out, err := run(context.Background(), "status", "echo out; echo one >&2; echo two >&2; echo three >&2; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.exitCode != 3 || out.signal != "" || out.tail != "two\nthree" {
+		t.Errorf("exit %d, signal %q, tail %q; want 3, none, \"two\\nthree\"", out.exitCode, out.signal, out.tail)
+	}
+	if got := read("status.out"); got != "out\n" {
+		t.Errorf("status.out holds %q", got)
+	}
+	if got := read("status.err"); got != "one\ntwo\nthree\n" {
+		t.Errorf("status.err holds %q", got)
+	}
 
-			out, err = run(context.Background(), "plain", "true")
-			if err != nil || out.exitCode != 0 {
-				t.Errorf("true: exit %d, %v", out.exitCode, err)
-			}
-			out, err = run(context.Background(), "killed", "kill -9 $$")
-			if err != nil || out.signal != "SIGKILL" {
-				t.Errorf("kill -9 $$: signal %q, %v", out.signal, err)
-			}
+	out, err = run(context.Background(), "plain", "true")
+	if err != nil || out.exitCode != 0 {
+		t.Errorf("true: exit %d, %v", out.exitCode, err)
+	}
+	out, err = run(context.Background(), "killed", "kill -9 $$")
+	if err != nil || out.signal != "SIGKILL" {
+		t.Errorf("kill -9 $$: signal %q, %v", out.signal, err)
+	}
 
-			// Stopped by its context; a shell that ignores SIGTERM is
-			// killed killGrace later.
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			_, err = run(ctx, "stopped", "trap '' TERM; sleep 30 & sleep 30")
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("a command past its context: %v, want one that wraps the deadline", err)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("stopping it took %v", d)
-			}
+	// Stopped by its context; a shell that ignores SIGTERM is
+	// killed killGrace later.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = run(ctx, "stopped", "trap '' TERM; sleep 30 & sleep 30")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a command past its context: %v, want one that wraps the deadline", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stopping it took %v", d)
+	}
 
-			// An orphan out of the group holds the pipes: what was
-			// written before drainGrace passes on, and the wait ends
-			// long before the orphan does.
-			start = time.Now()
-			out, err = run(context.Background(), "orphan", "echo before; setsid sh -c 'echo $$ > orphan.tmp; mv orphan.tmp orphan.pid; exec sleep 120' & i=0; until [ -e orphan.pid ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; exit 0")
-			if err != nil || out.exitCode != 0 {
-				t.Errorf("orphan: exit %d, %v", out.exitCode, err)
-			}
-			if d := time.Since(start); d > 60*time.Second {
-				t.Errorf("the orphan held the command for %v", d)
-			}
-			killOrphan(t, filepath.Join(dir, "orphan.pid"))
-			if got := read("orphan.out"); got != "before\n" {
-				t.Errorf("orphan.out holds %q", got)
-			}
-		})
+	// An orphan out of the group holds the pipes: what was
+	// written before drainGrace passes on, and the wait ends
+	// long before the orphan does.
+	start = time.Now()
+	out, err = run(context.Background(), "orphan", "echo before; setsid sh -c 'echo $$ > orphan.tmp; mv orphan.tmp orphan.pid; exec sleep 120' & i=0; until [ -e orphan.pid ] || [ $i -ge 3000 ]; do sleep 0.01; i=$((i+1)); done; exit 0")
+	if err != nil || out.exitCode != 0 {
+		t.Errorf("orphan: exit %d, %v", out.exitCode, err)
+	}
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("the orphan held the command for %v", d)
+	}
+	killOrphan(t, filepath.Join(dir, "orphan.pid"))
+	if got := read("orphan.out"); got != "before\n" {
+		t.Errorf("orphan.out holds %q", got)
 	}
 }
 

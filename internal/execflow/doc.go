@@ -44,11 +44,10 @@
 //     dies with that process, and a [Janitor] kills what bears the
 //     pool's mark;
 //   - started with syscall.ForkExec by the goroutine of the job, which
-//     waits for its exit on its pidfd in the runtime's network poller
-//     (Linux; elsewhere in wait4), and stops it through
-//     context.AfterFunc when the job's context ends; its output pipes are
-//     copied by a goroutine each, which waits in the poller too: no
-//     thread is blocked per command (command.go, exit_linux.go);
+//     waits for its exit in waitid (wait4 elsewhere than on Linux), and
+//     stops it through context.AfterFunc when the job's context ends; its
+//     output pipes are copied by a goroutine each, which waits in the
+//     runtime's network poller (command.go, exit_linux.go);
 //   - with no descriptor of the worker's but its standard output (the
 //     worker marks the descriptors the engine gives it close-on-exec, and
 //     Go opens every other one so), so that nothing a command leaves behind

@@ -11,11 +11,11 @@ import (
 	"github.com/poolrun/poolrun/internal/execflow"
 )
 
-// TestPidfdsClosed runs commands on in-process workers, whose exits are
-// awaited on pidfds: one that succeeds, one that fails, one whose plain
-// word cannot be started (it goes to the shell, which says 127) and one
-// cancelled by its timeout. No descriptor is left open after the pool.
-func TestPidfdsClosed(t *testing.T) {
+// TestDescriptorsClosed runs commands on in-process workers: one that
+// succeeds, one that fails, one whose plain word cannot be started (it
+// goes to the shell, which says 127) and one cancelled by its timeout. No
+// descriptor (a pipe, a pidfd) is left open after the pool.
+func TestDescriptorsClosed(t *testing.T) {
 	wf := parse(t, "pidfd.yaml", `
 jobs:
   - id: ok
@@ -60,8 +60,8 @@ jobs:
 		p.Run(ctx)
 		cancel()
 	}
-	// The runtime's own descriptors may come and go; a pidfd per command
-	// would leave twelve.
+	// The runtime's own descriptors may come and go; a descriptor per
+	// command would leave twelve.
 	after, pidfds := count()
 	if pidfds > 0 {
 		t.Errorf("%d pidfds open after the pools", pidfds)
