@@ -31,7 +31,7 @@ import (
 // millisecond. Each goroutine waiting there holds an OS thread while it
 // sleeps, as any blocking system call does: the Go scheduler gives the
 // goroutines queued behind it to another thread only when its monitor
-// next looks, which a larger timer slack makes late.
+// next looks.
 //
 // On the writer's own window ([Create]) only this process publishes, and a
 // waiting goroutine sleeps in the Go scheduler, holding no thread: Publish,
