@@ -128,6 +128,11 @@ func roleReader() int {
 		return 1
 	}
 	defer w.Close()
+	// The writer is the test process, which the scheduler may pause in the
+	// middle of a publish for as long as the machine is busy: this test is
+	// about torn reads, not stalls (TestWriterStalled), so no pause may
+	// pass for a stalled writer.
+	w.SetStallTimeout(time.Hour)
 	var stop atomic.Bool
 	go func() { io.Copy(io.Discard, os.Stdin); stop.Store(true) }()
 	fmt.Println("ready")
@@ -151,12 +156,19 @@ func roleReader() int {
 			return 1
 		}
 		gens[s.Gen] = true
+		if len(gens) == tornReadGens {
+			fmt.Println("seen") // the writer may stop
+		}
 		buf = s.Keys
 		snapshots++
 	}
 	fmt.Printf("snapshots=%d retries=%d generations=%d\n", snapshots, w.Retries(), len(gens))
 	return 0
 }
+
+// tornReadGens is the number of distinct generations the reader of
+// TestTornRead must see while the writer publishes.
+const tornReadGens = 1000
 
 // roleCreator creates a window, says so, and waits to be killed.
 func roleCreator(tempFile bool) int {

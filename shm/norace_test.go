@@ -1,5 +1,0 @@
-//go:build !race
-
-package shm_test
-
-const raceEnabled = false
