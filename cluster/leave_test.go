@@ -37,7 +37,8 @@ func TestWorkerSIGTERM(t *testing.T) {
 			mu.Unlock()
 		}
 	}))
-	busy := engine.Queue(p, sleepy, 2*time.Second) // the serial worker's
+	gate, open := newGate(t)
+	busy := engine.Queue(p, hold, gate) // the serial worker's
 	var jobs []*engine.Job[int]
 	for i := range 100 {
 		jobs = append(jobs, engine.Queue(p, slowSquare, i))
@@ -46,18 +47,16 @@ func TestWorkerSIGTERM(t *testing.T) {
 	exited := make(chan error, 1)
 	var left time.Duration
 	p.Go(func(ctx context.Context) error {
-		for busy.Status() != engine.Running || len(p.Stats().Workers) < 3 {
-			time.Sleep(10 * time.Millisecond)
+		defer open()
+		if err := poll(ctx, "the remote workers", func() bool { return busy.Status() == engine.Running && len(p.Stats().Workers) >= 3 }); err != nil {
+			return err
 		}
 		// Running, for the pool, is also sent ahead of another job: wait
 		// until the job has started.
 		mark := filepath.Join(t.TempDir(), "started")
-		long = engine.Queue(p, untilCancelled, waitArg{20 * time.Second, mark})
-		for {
-			if _, err := os.Stat(mark); err == nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		long = engine.Queue(p, untilCancelled, waitArg{time.Minute, mark})
+		if err := poll(ctx, "the long job to start", func() bool { return fileExists(mark) }); err != nil {
+			return err
 		}
 		pid := p.Stats().Workers[long.Worker()-1].PID
 		var w int
@@ -73,7 +72,13 @@ func TestWorkerSIGTERM(t *testing.T) {
 			left = time.Since(start)
 			exited <- err
 		}()
-		return nil
+		// The serial worker stays busy until the pool has seen the worker
+		// leave: with jobs still to run, the pool has not asked it to stop.
+		return poll(ctx, "the pool to see the worker leave", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(leftEvents) > 0
+		})
 	})
 	// Run reports the one job that its worker left.
 	if err := p.Run(context.Background()); !errors.Is(err, engine.ErrWorkerDied) || strings.Count(err.Error(), "\n") != 0 {
@@ -85,8 +90,8 @@ func TestWorkerSIGTERM(t *testing.T) {
 			t.Errorf("the worker stopped with SIGTERM: %v, want status 0", err)
 		}
 		t.Logf("the worker exited %v after its SIGTERM", left.Round(time.Millisecond))
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker stopped with SIGTERM did not exit")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker stopped with SIGTERM had not exited 20 s after the pool's end")
 	}
 	for i, job := range jobs {
 		if v, err := job.Result(); err != nil || v != i*i {
@@ -134,27 +139,36 @@ func TestIdleWorkerSIGTERM(t *testing.T) {
 	defer l.Close()
 	ws := startWorkers(t, joinFile, 1)
 	p := engine.New(engine.Workers(0), l.Option())
-	busy := engine.Queue(p, sleepy, 3*time.Second) // the serial worker's, alone
+	gate, open := newGate(t)
+	busy := engine.Queue(p, hold, gate) // the serial worker's, alone
 	exited := make(chan error, 1)
+	var left time.Duration
 	p.Go(func(ctx context.Context) error {
-		for busy.Status() != engine.Running || len(p.Stats().Workers) < 2 {
-			time.Sleep(10 * time.Millisecond)
+		// The pool ends once the worker has left: it could not stop the
+		// worker itself first.
+		defer open()
+		if err := poll(ctx, "the remote worker", func() bool { return busy.Status() == engine.Running && len(p.Stats().Workers) >= 2 }); err != nil {
+			return err
 		}
+		start := time.Now()
 		ws[0].Process.Signal(syscall.SIGTERM)
 		go func() { exited <- ws[0].Wait() }()
-		return nil
+		select {
+		case err := <-exited:
+			left = time.Since(start)
+			exited <- err
+			return nil
+		case <-time.After(20 * time.Second):
+			return errors.New("the idle worker stopped with SIGTERM had not exited 20 s later")
+		}
 	})
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("the idle worker stopped with SIGTERM: %v, want status 0", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("the idle worker stopped with SIGTERM had not exited a second after the pool's end")
+	if err := <-exited; err != nil {
+		t.Errorf("the idle worker stopped with SIGTERM: %v, want status 0", err)
 	}
+	t.Logf("the idle worker left %v after its SIGTERM", left.Round(time.Millisecond))
 	if w := p.Stats().Workers[1]; w.Jobs != 0 {
 		t.Errorf("the remote worker ran %d jobs, want none", w.Jobs)
 	}
@@ -188,7 +202,7 @@ func TestJoinAfterTheEnd(t *testing.T) {
 			t.Errorf("the worker: %v, want status 0", err)
 		}
 		t.Logf("the worker left %v after the listener closed", time.Since(closed).Round(time.Millisecond))
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker was still asking to join 5 s after the pool's end")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker was still asking to join 20 s after the pool's end")
 	}
 }

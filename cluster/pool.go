@@ -370,12 +370,31 @@ func Work(ctx context.Context, joinFile string) error {
 		}
 	}()
 	rep := newStreamWriter(nc, workerSubject(id, "rep"))
-	err = engine.Serve(ctx, jobs, rep, ctl, win)
+	err = engine.Serve(ctx, jobs, flushedWriter{rep}, ctl, win)
 	rep.Close()
 	if err != nil && poolEnded() {
 		return nil // it ended as this worker joined
 	}
 	return err
+}
+
+// flushedWriter is the writer of a worker's replies: a write returns once
+// the server has the reply (a flush: the client's buffer written out and a
+// ping answered). The engine takes a reply for sent when the write returns
+// and starts the next job, which may end the process (a crash, a kill, a
+// job that exits): a result still in the client's buffer would die with
+// the worker, and its finished job with it.
+type flushedWriter struct{ *streamWriter }
+
+func (w flushedWriter) Write(p []byte) (int, error) {
+	n, err := w.streamWriter.Write(p)
+	if err != nil {
+		return n, err
+	}
+	if err := w.nc.Flush(); err != nil {
+		return n, fmt.Errorf("cluster: writing to %s: %w", w.subject, err)
+	}
+	return n, nil
 }
 
 // Dial connects to the pool of joinFile as a client, as a worker does:
