@@ -23,6 +23,12 @@ func TestMain(m *testing.M) {
 	execflow.Init() // in poolrun run's janitor: wait for its end, then exit
 	switch role := os.Getenv(envRole); role {
 	case "":
+		// A race-enabled program sleeps a second when it exits (the race
+		// detector's atexit_sleep_ms), which every pool's end would wait for;
+		// the worker processes skip it.
+		if os.Getenv("GORACE") == "" {
+			os.Setenv("GORACE", "atexit_sleep_ms=0")
+		}
 		os.Exit(m.Run())
 	case "publisher":
 		os.Exit(rolePublisher())

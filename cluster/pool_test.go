@@ -118,6 +118,12 @@ const envJoin = "POOLRUN_TEST_JOIN"
 
 func TestMain(m *testing.M) {
 	engine.Init()
+	// A race-enabled program sleeps a second when it exits (the race
+	// detector's atexit_sleep_ms), which every pool's end would wait for;
+	// the worker processes skip it.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	if f := os.Getenv(envParent); f != "" {
 		os.Exit(parent(f))
 	}

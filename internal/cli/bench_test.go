@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// benchArgs run poolrun bench on a tiny scaffold, quietly.
-var benchArgs = []string{"bench", "--scale", "0.02", "--quiet"}
+// benchArgs run poolrun bench on a tiny scaffold (2 chunks), quietly.
+var benchArgs = []string{"bench", "--config", "testdata/bench.yaml", "--scale", "0.01", "--quiet"}
 
 // allModes are the modes of poolrun bench in table order.
 var allModes = []string{"plain", "per-worker", "affinity", "idle", "all", "never", "each-job", "budget"}
@@ -70,7 +70,7 @@ func TestBenchTable(t *testing.T) {
 		}
 	}
 	notes := lines[1+rows:]
-	if !strings.HasPrefix(notes[0], "embedded workload at scale 0.02: ") || !strings.HasSuffix(notes[0], "; 1 run per mode") {
+	if !strings.HasPrefix(notes[0], "testdata/bench.yaml workload at scale 0.01: ") || !strings.HasSuffix(notes[0], "; 1 run per mode") {
 		t.Errorf("first note %q", notes[0])
 	}
 	if !strings.HasPrefix(notes[1], "budget (half of never's largest worker peak): ") ||
