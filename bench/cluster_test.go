@@ -27,9 +27,6 @@ func roleClusterWorker() int {
 	return 0
 }
 
-// clusterWorkers are the counts of remote workers of BenchmarkClusterWorkers.
-var clusterWorkers = []int{1, 2, 4, 8, 16}
-
 // runPipes runs n no-op jobs on a pool of w local workers (pipes and the
 // shared-memory window); see runGated for what is timed.
 func runPipes(b *testing.B, w, n int) time.Duration {
@@ -153,12 +150,12 @@ func BenchmarkClusterDispatch(b *testing.B) {
 }
 
 // BenchmarkClusterWorkers runs b.N no-op jobs on 1 to 16 remote workers
-// (clusterWorkers) over loopback and reports jobs/s: what the cluster
+// (sizes.clusterWorkers) over loopback and reports jobs/s: what the cluster
 // transport and the parent's one dispatch loop sustain as workers are
 // added on a host with 2 cores. The latency of the window at the same
 // counts is cluster's BenchmarkWindowSeen.
 func BenchmarkClusterWorkers(b *testing.B) {
-	for _, w := range clusterWorkers {
+	for _, w := range sizes.clusterWorkers {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			d := runCluster(b, w, max(b.N, w))
 			b.ReportMetric(float64(max(b.N, w))/d.Seconds(), "jobs/s")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,8 +16,8 @@ import (
 
 // BenchmarkForkWait measures what a Go process pays to run commands two
 // at a time, against make -j2, to find where poolrun run's lead is lost
-// (group 8 of README.md): one op is 1,000 jobs of `true`, two at a time,
-// run by make -j2 and by two processes of this binary (role forkwait),
+// (group 8 of README.md): one op is sizes.forkWaitJobs jobs of `true`,
+// two at a time, run by make -j2 and by two processes of this binary (role forkwait),
 // each with two goroutines that start `true` and wait for it: "wait" as
 // os/exec does (a blocking waitid, which holds a thread), "poll" in the
 // runtime's network poller on a pidfd of the child, which holds none. The
@@ -35,7 +36,8 @@ func BenchmarkForkWait(b *testing.B) {
 	}
 	dir := b.TempDir()
 	var mk strings.Builder
-	targets := make([]string, makeJobs)
+	jobs := sizes.forkWaitJobs
+	targets := make([]string, jobs)
 	for i := range targets {
 		targets[i] = fmt.Sprintf("j%d", i)
 	}
@@ -51,8 +53,8 @@ func BenchmarkForkWait(b *testing.B) {
 		cmd  func() *exec.Cmd
 	}{
 		{"make", func() *exec.Cmd { return exec.Command(makePath, "-s", "-j2") }},
-		{"wait", func() *exec.Cmd { return forkWaitRole("forkwait-wait", truePath) }},
-		{"poll", func() *exec.Cmd { return forkWaitRole("forkwait-poll", truePath) }},
+		{"wait", func() *exec.Cmd { return forkWaitRole("forkwait-wait", truePath, jobs) }},
+		{"poll", func() *exec.Cmd { return forkWaitRole("forkwait-poll", truePath, jobs) }},
 	}
 	var cpu [3]time.Duration
 	b.ResetTimer()
@@ -72,7 +74,7 @@ func BenchmarkForkWait(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	perJob := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N*makeJobs) }
+	perJob := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N*jobs) }
 	b.ReportMetric(perJob(cpu[0]), "make-cpu-ms/job")
 	b.ReportMetric(perJob(cpu[1]), "wait-cpu-ms/job")
 	b.ReportMetric(perJob(cpu[2]), "poll-cpu-ms/job")
@@ -80,22 +82,27 @@ func BenchmarkForkWait(b *testing.B) {
 	b.ReportMetric(cpu[2].Seconds()/cpu[0].Seconds(), "poll/make")
 }
 
-func forkWaitRole(role, truePath string) *exec.Cmd {
-	c := exec.Command(os.Args[0], truePath)
+func forkWaitRole(role, truePath string, jobs int) *exec.Cmd {
+	c := exec.Command(os.Args[0], truePath, strconv.Itoa(jobs))
 	c.Env = append(os.Environ(), envRole+"="+role)
 	return c
 }
 
 // roleForkWait is the test binary as one of BenchmarkForkWait's Go
-// processes: it runs the command os.Args[1] makeJobs times, two at a
+// processes: it runs the command os.Args[1] os.Args[2] times, two at a
 // time, waiting as role says. Status 3: no pidfd here.
 func roleForkWait(role string) int {
 	path := os.Args[1]
+	jobs, err := strconv.Atoi(os.Args[2])
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for range 2 {
 		wg.Go(func() {
-			for range makeJobs / 2 {
+			for range jobs / 2 {
 				var err error
 				if role == "forkwait-poll" {
 					err = runPolled(path)

@@ -42,8 +42,8 @@ type holdWorkload struct {
 	queue func(b *testing.B, p *engine.Pool) (check func())
 }
 
-// BenchmarkHold runs each workload under each mode, at 2 and 4 workers,
-// side by side. One op is one pool run. Per run it reports: builds (items
+// BenchmarkHold runs each workload under each mode, at each of
+// sizes.holdWorkers workers, side by side. One op is one pool run. Per run it reports: builds (items
 // built, over the workers), sum-peak-MiB (each worker's own cache peak,
 // summed), peak-MiB (the peak over time of the workers' summed cache: what
 // the host needs), stale-MiB-s (the integral over time of the bytes held
@@ -51,14 +51,17 @@ type holdWorkload struct {
 // amount by which a worker's peak RSS exceeded its cache peak) and the wall
 // time (sec/op).
 //
-// Workloads: scaffold, the embedded scaffold at sizes.scale; cerebellum,
-// examples/scaffold-cerebellum.yaml at sizes.cerebellumScale; phased, 6
-// phases of one 64 MiB item built in 300 ms, 40 jobs of 2 ms each per
-// phase, all queued at once (the workload on which Dask beat the plain
-// engine). each-job is left out of phased: it builds 240 items of 300 ms.
+// Workloads: scaffold, the embedded scaffold at sizes.scale (and
+// sizes.chunks); cerebellum, examples/scaffold-cerebellum.yaml at
+// sizes.cerebellumScale, if sizes.cerebellum (under -short it is only
+// parsed: it runs the scaffold's code with more chunks); phased,
+// sizes.holdPhases phases of one 64 MiB item built in 300 ms,
+// sizes.holdPhaseJobs jobs of 2 ms each per phase, all queued at once
+// (the workload on which Dask beat the plain engine). each-job is left out
+// of phased: it builds an item of 300 ms per job.
 func BenchmarkHold(b *testing.B) {
 	workloads := []holdWorkload{
-		{"scaffold", scaffoldWorkload(scaffold.Default().Scaled(sizes.scale))},
+		{"scaffold", scaffoldWorkload(scaffoldConfig(scaffold.Default()))},
 		{"phased", queueHoldPhases},
 	}
 	path := filepath.Join("..", "examples", "scaffold-cerebellum.yaml")
@@ -67,17 +70,19 @@ func BenchmarkHold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		workloads = append(workloads[:1], append([]holdWorkload{{"cerebellum", scaffoldWorkload(cfg.Scaled(sizes.cerebellumScale))}}, workloads[1:]...)...)
+		if sizes.cerebellum {
+			workloads = append(workloads[:1], append([]holdWorkload{{"cerebellum", scaffoldWorkload(cfg.Scaled(sizes.cerebellumScale))}}, workloads[1:]...)...)
+		}
 	} else if !os.IsNotExist(err) {
 		b.Fatal(err)
 	}
 	for _, w := range workloads {
-		for _, workers := range []int{2, 4} {
+		for _, workers := range sizes.holdWorkers {
 			var neverPeak int64
 			// never runs before budget, which needs its peak.
 			for _, m := range holdModes {
 				if w.name == "phased" && m.name == "each-job" {
-					continue // 240 builds of 300 ms: 40 s, and nothing to learn
+					continue // a build of 300 ms per job, and nothing to learn
 				}
 				b.Run(fmt.Sprintf("workload=%s/workers=%d/mode=%s", w.name, workers, m.name), func(b *testing.B) {
 					opts := append([]engine.Option{engine.Workers(workers)}, m.opts...)
@@ -167,9 +172,8 @@ func scaffoldWorkload(cfg *scaffold.Config) func(b *testing.B, p *engine.Pool) f
 }
 
 // The phased workload of issue 10 (the one Dask won).
+// Its phases and their jobs are in sizes.
 const (
-	holdPhases    = 6
-	holdPhaseJobs = 40
 	holdItemBytes = 64 << 20
 	holdBuild     = 300 * time.Millisecond
 	holdJob       = 2 * time.Millisecond
@@ -205,14 +209,14 @@ var holdJobFn = engine.Register("bench.hold-job", func(ctx context.Context, a [2
 // queueHoldPhases queues the phased workload, every job at once.
 func queueHoldPhases(b *testing.B, p *engine.Pool) func() {
 	var jobs []*engine.Job[int]
-	for ph := range holdPhases {
-		for i := range holdPhaseJobs {
+	for ph := range sizes.holdPhases {
+		for i := range sizes.holdPhaseJobs {
 			jobs = append(jobs, engine.Queue(p, holdJobFn, [2]int{ph, i}, engine.Needs(holdItems.Item(ph))))
 		}
 	}
 	return func() {
 		for i, j := range jobs {
-			if v, err := j.Result(); err != nil || v != i/holdPhaseJobs {
+			if v, err := j.Result(); err != nil || v != i/sizes.holdPhaseJobs {
 				b.Fatalf("job %d of the phases: %d, %v", i, v, err)
 			}
 		}

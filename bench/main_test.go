@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/scaffold"
 )
 
 // envRole makes the test binary play a part instead of running the
@@ -23,6 +25,10 @@ func TestMain(m *testing.M) {
 	execflow.Init() // in poolrun run's janitor: wait for its end, then exit
 	switch role := os.Getenv(envRole); role {
 	case "":
+		flag.Parse()
+		if testing.Short() {
+			sizes = shortSizes
+		}
 		// A race-enabled program sleeps a second when it exits (the race
 		// detector's atexit_sleep_ms), which every pool's end would wait for;
 		// the worker processes skip it.
@@ -44,8 +50,8 @@ func TestMain(m *testing.M) {
 	}
 }
 
-// sizes is the one table of sizes the benchmarks share.
-var sizes = struct {
+// benchSizes are the sizes the benchmarks share.
+type benchSizes struct {
 	// keys is the number of required keys: in the window, or in every job
 	// message (BenchmarkRequiredSetTransport, BenchmarkSnapshot).
 	keys []int
@@ -54,8 +60,9 @@ var sizes = struct {
 	workers []int
 	// policyWorkers is the number of workers of BenchmarkPolicies.
 	policyWorkers int
-	// scale is the --scale of the scaffold workload in BenchmarkPolicies:
-	// one pool run takes a few seconds on a 2-core machine.
+	// scale is the --scale of the scaffold workload in BenchmarkPolicies
+	// and BenchmarkHold: one pool run takes a few seconds on a 2-core
+	// machine.
 	scale float64
 	// inFlight is the number of jobs BenchmarkRequiredSetTransport keeps
 	// queued or running at once.
@@ -63,14 +70,80 @@ var sizes = struct {
 	// cerebellumScale is the --scale of examples/scaffold-cerebellum.yaml
 	// in BenchmarkHold.
 	cerebellumScale float64
-}{
+	// chunks, if not zero, cuts the box of the scaffold workloads to this
+	// many chunks along x, y and z: fewer jobs.
+	chunks [3]int
+	// policyPhases and policyPhaseJobs are the phases of
+	// BenchmarkPolicies' phased workload and the jobs of each.
+	policyPhases, policyPhaseJobs int
+	// cerebellum says whether BenchmarkHold runs the workload of
+	// examples/scaffold-cerebellum.yaml.
+	cerebellum bool
+	// holdWorkers are the worker counts of BenchmarkHold.
+	holdWorkers []int
+	// holdPhases and holdPhaseJobs are the phases of BenchmarkHold's
+	// phased workload and the jobs of each.
+	holdPhases, holdPhaseJobs int
+	// clusterWorkers are the counts of remote workers of
+	// BenchmarkClusterWorkers.
+	clusterWorkers []int
+	// forkWaitJobs is the number of jobs of `true` of one op of
+	// BenchmarkForkWait, per tool.
+	forkWaitJobs int
+}
+
+// sizes is the one table of sizes the benchmarks share: fullSizes, or
+// shortSizes under -short.
+var sizes = fullSizes
+
+// fullSizes are the sizes of the figures in README.md.
+var fullSizes = benchSizes{
 	keys:          []int{10, 100, 1000},
 	workers:       []int{1, 2, 4, 8},
 	policyWorkers: 2,
 	scale:         0.5,
 	inFlight:      16,
 
+	policyPhases:    4,
+	policyPhaseJobs: 16,
+	cerebellum:      true,
 	cerebellumScale: 0.25,
+	holdWorkers:     []int{2, 4},
+	holdPhases:      6,
+	holdPhaseJobs:   40,
+	clusterWorkers:  []int{1, 2, 4, 8, 16},
+	forkWaitJobs:    makeJobs,
+}
+
+// shortSizes are tiny sizes, with which every benchmark runs once in a
+// few seconds (go test -short -bench . -benchtime 1x): enough that none
+// rots, with figures that mean little.
+var shortSizes = benchSizes{
+	keys:          []int{100},
+	workers:       []int{2},
+	policyWorkers: 2,
+	scale:         0.01,
+	inFlight:      4,
+
+	chunks:          [3]int{2, 1, 1},
+	policyPhases:    2,
+	policyPhaseJobs: 4,
+	holdWorkers:     []int{2},
+	holdPhases:      2,
+	holdPhaseJobs:   4,
+	clusterWorkers:  []int{2},
+	forkWaitJobs:    20,
+}
+
+// scaffoldConfig returns cfg at sizes.scale, its box cut to sizes.chunks.
+func scaffoldConfig(cfg *scaffold.Config) *scaffold.Config {
+	cfg = cfg.Scaled(sizes.scale)
+	for d, n := range sizes.chunks {
+		if n > 0 {
+			cfg.Box.Size[d] = min(cfg.Box.Size[d], float64(n)*cfg.Box.Chunk[d])
+		}
+	}
+	return cfg
 }
 
 // policies are the engine's eviction policies, in the order of the tables.

@@ -21,14 +21,15 @@ import (
 // frees before it reports, so its items, held only while a job runs, count
 // 0 there).
 //
-// workload=scaffold is the embedded scaffold workload at sizes.scale; every
-// policy must write the same output (checksum). Its rules' jobs overlap in
-// time, so two of the three indexes are needed together for most of the
-// run. workload=phases is a pipeline of phasePhases phases of phaseJobs
-// jobs each, phase after phase, every job of a phase needing that phase's
-// block of phaseBlock bytes: the items' lifetimes do not overlap at all.
+// workload=scaffold is the embedded scaffold workload at sizes.scale (and
+// sizes.chunks); every policy must write the same output (checksum). Its
+// rules' jobs overlap in time, so two of the three indexes are needed
+// together for most of the run. workload=phases is a pipeline of sizes.policyPhases phases of
+// sizes.policyPhaseJobs jobs each, phase after phase, every job of a phase
+// needing that phase's block of phaseBlock bytes: the items' lifetimes do
+// not overlap at all.
 func BenchmarkPolicies(b *testing.B) {
-	cfg := scaffold.Default().Scaled(sizes.scale)
+	cfg := scaffoldConfig(scaffold.Default())
 	checksums := map[engine.EvictPolicy]uint64{}
 	for _, pol := range policies {
 		b.Run("workload=scaffold/policy="+pol.String(), func(b *testing.B) {
@@ -62,7 +63,7 @@ func BenchmarkPolicies(b *testing.B) {
 				jobs := queuePhases(p)
 				total.add(runPool(b, p, m))
 				for i, j := range jobs {
-					if v, err := j.Result(); err != nil || v != i/phaseJobs {
+					if v, err := j.Result(); err != nil || v != i/sizes.policyPhaseJobs {
 						b.Fatalf("job %d of the phases: %d, %v", i, v, err)
 					}
 				}
@@ -73,11 +74,7 @@ func BenchmarkPolicies(b *testing.B) {
 }
 
 // The phased workload.
-const (
-	phasePhases = 4
-	phaseJobs   = 16
-	phaseBlock  = 8 << 20
-)
+const phaseBlock = 8 << 20
 
 // phaseBlocks are the items of the phased workload: member p is a block of
 // phaseBlock bytes, every one set to p.
@@ -99,16 +96,16 @@ var phaseJob = engine.Register("bench.phase-job", func(ctx context.Context, a [2
 })
 
 // queuePhases queues the phased workload; job i belongs to phase
-// i/phaseJobs and returns that phase's number.
+// i/sizes.policyPhaseJobs and returns that phase's number.
 func queuePhases(p *engine.Pool) []*engine.Job[int] {
 	var all, prev []*engine.Job[int]
-	for ph := range phasePhases {
+	for ph := range sizes.policyPhases {
 		var deps []engine.Dep
 		for _, j := range prev {
 			deps = append(deps, j)
 		}
 		prev = nil
-		for i := range phaseJobs {
+		for i := range sizes.policyPhaseJobs {
 			j := engine.Queue(p, phaseJob, [2]int{ph, i}, engine.Needs(phaseBlocks.Item(ph)), engine.After(deps...))
 			prev = append(prev, j)
 			all = append(all, j)
