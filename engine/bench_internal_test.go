@@ -11,8 +11,14 @@ import (
 
 var benchFn = Register("engine.bench", func(ctx context.Context, x int) (int, error) { return x, nil })
 
-// benchSizes are the pool sizes of the required-set benchmarks.
-var benchSizes = []int{1_000, 10_000, 100_000}
+// benchSizes are the pool sizes of the required-set benchmarks; under
+// -short the smallest alone.
+func benchSizes() []int {
+	if testing.Short() {
+		return []int{1_000}
+	}
+	return []int{1_000, 10_000, 100_000}
+}
 
 // handle is a cache item stand-in: only names and keys matter here.
 type handle string
@@ -52,7 +58,7 @@ func requiredByRescan(p *Pool, dst []uint64) []uint64 {
 // update of the required set included, with n jobs in the pool: the
 // engine's per-key reference counts against a full rescan.
 func BenchmarkRequiredSet(b *testing.B) {
-	for _, n := range benchSizes {
+	for _, n := range benchSizes() {
 		for _, way := range []string{"refcount", "rescan"} {
 			b.Run(fmt.Sprintf("jobs=%d/%s", n, way), func(b *testing.B) {
 				p := fillPool(n)

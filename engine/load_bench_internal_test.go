@@ -21,8 +21,14 @@ import (
 // and what dependency handling costs per job as graphs grow.
 
 // loadJobs is the size of the graph of BenchmarkQueuedJobMemory (issue 11:
-// a graph of 100,000 queued jobs costs the parent less than 1 KiB per job).
-const loadJobs = 100_000
+// a graph of 100,000 queued jobs costs the parent less than 1 KiB per job);
+// under -short a hundredth.
+func loadJobs() int {
+	if testing.Short() {
+		return 1_000
+	}
+	return 100_000
+}
 
 // heapAfterGC returns the live heap after a full collection.
 func heapAfterGC() uint64 {
@@ -74,17 +80,18 @@ func BenchmarkQueuedJobMemory(b *testing.B) {
 				opts = append(opts, OnEvent(func(Event) {}))
 			}
 			var perJob float64
+			n := loadJobs()
 			for b.Loop() {
 				before := heapAfterGC()
 				p := New(opts...)
-				jobs := queueLoad(p, loadJobs, items)
+				jobs := queueLoad(p, n, items)
 				after := heapAfterGC()
-				if got := p.counts[Pending] + p.counts[Queued]; got != loadJobs {
-					b.Fatalf("%d jobs pending or queued, want %d", got, loadJobs)
+				if got := p.counts[Pending] + p.counts[Queued]; got != n {
+					b.Fatalf("%d jobs pending or queued, want %d", got, n)
 				}
 				runtime.KeepAlive(p)
 				runtime.KeepAlive(jobs)
-				perJob = (float64(after) - float64(before)) / loadJobs
+				perJob = (float64(after) - float64(before)) / float64(n)
 			}
 			b.ReportMetric(perJob, "B/job")
 			b.ReportMetric(float64(reflect.TypeFor[job]().Size()), "record-B")
@@ -92,9 +99,15 @@ func BenchmarkQueuedJobMemory(b *testing.B) {
 	}
 }
 
-// depSizes are the two graph sizes whose per-job costs
+// depSizes returns the two graph sizes whose per-job costs
 // BenchmarkDependencies compares; the larger is a multiple of the smaller.
-var depSizes = [2]int{5_000, 50_000}
+// Under -short they are a tenth.
+func depSizes() [2]int {
+	if testing.Short() {
+		return [2]int{500, 5_000}
+	}
+	return [2]int{5_000, 50_000}
+}
 
 // depShapes are the graphs of BenchmarkDependencies, built on n jobs.
 var depShapes = []struct {
@@ -219,7 +232,8 @@ const depSamples = 3
 // the system, between large graphs, the memory the next one faults in
 // again). The least sample drops the noise of a busy machine.
 func BenchmarkDependencies(b *testing.B) {
-	small, large := depSizes[0], depSizes[1]
+	sizes := depSizes()
+	small, large := sizes[0], sizes[1]
 	for _, shape := range depShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			// The collector runs only when called (a percentage this
@@ -244,7 +258,7 @@ func BenchmarkDependencies(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for range depSamples {
-					for s, n := range depSizes {
+					for s, n := range sizes {
 						runtime.GC()
 						var spent time.Duration
 						for range large / n {

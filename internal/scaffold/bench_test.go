@@ -6,9 +6,15 @@ import (
 	"time"
 )
 
-// scales is the table of workload sizes the benchmarks share, as factors of
-// the default configuration's volume (scaffold.Config.Scaled).
-var scales = []float64{0.1, 1, 2}
+// scales returns the table of workload sizes the benchmarks share, as
+// factors of the default configuration's volume (scaffold.Config.Scaled):
+// under -short a tiny one alone.
+func scales() []float64 {
+	if testing.Short() {
+		return []float64{0.01}
+	}
+	return []float64{0.1, 1, 2}
+}
 
 // BenchmarkWorkload runs the whole default workload serially, each index built
 // once, and reports what sizes it: the time to place every cell type, to build
@@ -17,11 +23,8 @@ var scales = []float64{0.1, 1, 2}
 //
 //	go test -run '^$' -bench Workload -benchtime 1x ./internal/scaffold/
 func BenchmarkWorkload(b *testing.B) {
-	for _, f := range scales {
+	for _, f := range scales() {
 		b.Run(fmt.Sprintf("scale=%g", f), func(b *testing.B) {
-			if testing.Short() && f > 0.1 {
-				b.Skip("-short")
-			}
 			cfg := Default().Scaled(f)
 			dir := b.TempDir()
 			var st runStats

@@ -10,9 +10,15 @@ import (
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
-// benchSizes is the table of workflow sizes, in jobs, that the benchmarks
-// share. 100,000 jobs (workflow.MaxJobs) make a file of about 12 MB.
-var benchSizes = []int{1_000, 10_000, 100_000}
+// benchSizes returns the table of workflow sizes, in jobs, that the
+// benchmarks share: under -short the smallest alone. 100,000 jobs
+// (workflow.MaxJobs) make a file of about 12 MB.
+func benchSizes() []int {
+	if testing.Short() {
+		return []int{1_000}
+	}
+	return []int{1_000, 10_000, 100_000}
+}
 
 // bigWorkflow returns a valid workflow of n jobs, one entry each (no
 // foreach), about 120 bytes a job, each but the first after the one
@@ -55,7 +61,7 @@ func misindent(data []byte, indent string) ([]byte, int) {
 // second takes ("err/ok"): finding the line of a YAML error costs about
 // one more parse of the file, not one parse per step of a search.
 func BenchmarkErrorLocation(b *testing.B) {
-	for _, n := range benchSizes {
+	for _, n := range benchSizes() {
 		ok := bigWorkflow(n)
 		for _, mistake := range yamlMistakes {
 			bad, line := misindent(ok, mistake.indent)
