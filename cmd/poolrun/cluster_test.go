@@ -16,12 +16,12 @@ import (
 // gone at the end.
 func TestClusterChecksum(t *testing.T) {
 	dir := t.TempDir()
-	local := poolrun(t, dir, "scaffold", "--scale", "0.2", "-j", "2", "--out", "a", "--quiet")
+	local := poolrun(t, dir, "scaffold", "--scale", tinyScale, "-j", "2", "--out", "a", "--quiet")
 	want := line(local.stdout, "checksum:")
 	if local.code != 0 || want == "" {
 		t.Fatalf("poolrun -j 2: exit %d\n%s%s", local.code, local.stdout, local.stderr)
 	}
-	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", "0.2", "-j", "0", "--out", "b",
+	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", tinyScale, "-j", "0", "--out", "b",
 		"--listen", "127.0.0.1:0", "--join-file", "run.join", "--report", "r.json")
 	joinFile := filepath.Join(dir, "run.join")
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {

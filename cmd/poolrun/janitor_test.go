@@ -112,7 +112,8 @@ func TestJanitorSparesEarlierRun(t *testing.T) {
 		if out, err := first.CombinedOutput(); err != nil {
 			t.Fatalf("the earlier run: %v\n%s", err, out)
 		}
-		pids := procsWithArgs("sleep", earlier)
+		// The daemon's shell touches started before it becomes sleep.
+		pids := waitProcs(t, "sleep", earlier)
 		if len(pids) != 1 {
 			t.Fatalf("the earlier run left daemons %v, want one", pids)
 		}
