@@ -65,12 +65,12 @@ func TestWorkersJoinAndLeave(t *testing.T) {
 	}
 	p.Go(func(ctx context.Context) error {
 		tr.join()
-		for jobs[20].Status() != Succeeded {
-			time.Sleep(time.Millisecond)
+		if err := pollDone(ctx, jobs[20]); err != nil {
+			return err
 		}
 		tr.join()
-		for jobs[100].Status() != Succeeded {
-			time.Sleep(time.Millisecond)
+		if err := pollDone(ctx, jobs[100]); err != nil {
+			return err
 		}
 		// The first worker leaves.
 		tr.mu.Lock()
@@ -108,4 +108,20 @@ func TestWorkersJoinAndLeave(t *testing.T) {
 	if !removed {
 		t.Error("the place of the worker that left is still in use")
 	}
+}
+
+// pollDone waits until job has ended, ctx ends, or a minute passes.
+func pollDone(ctx context.Context, job *Job[int]) error {
+	deadline := time.Now().Add(time.Minute)
+	for !job.Status().Done() {
+		if time.Now().After(deadline) {
+			return errors.New("a job had not ended after a minute")
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -120,8 +120,8 @@ func TestCancel(t *testing.T) {
 		}
 		var runningErr, againErr error
 		p.Go(func(ctx context.Context) error {
-			for long.Status() != engine.Running {
-				time.Sleep(time.Millisecond)
+			if err := poll(ctx, "the long job to run", func() bool { return long.Status() == engine.Running }); err != nil {
+				return err
 			}
 			runningErr = long.Cancel("no longer wanted")
 			againErr = long.Cancel("twice")

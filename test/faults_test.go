@@ -219,11 +219,8 @@ func TestCancelRunningKill(t *testing.T) {
 	deaf := engine.Queue(p, markDeaf, started)
 	next := engine.Queue(p, square, 6)
 	p.Go(func(ctx context.Context) error {
-		for {
-			if _, err := os.Stat(started); err == nil {
-				break
-			}
-			time.Sleep(time.Millisecond)
+		if err := poll(ctx, "the deaf job to start", func() bool { _, err := os.Stat(started); return err == nil }); err != nil {
+			return err
 		}
 		return deaf.Cancel("stop it")
 	})

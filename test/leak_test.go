@@ -29,7 +29,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		run(0)
 	}
 	// Goroutines that have been told to end may take a moment to do so.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

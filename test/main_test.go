@@ -4,6 +4,7 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -64,4 +65,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		os.Exit(2)
 	}
+}
+
+// poll calls cond every millisecond until it holds, and returns an error
+// naming what it waited for if ctx ends or a minute passes first.
+func poll(ctx context.Context, what string, cond func() bool) error {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited a minute for %s", what)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }

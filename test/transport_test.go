@@ -258,7 +258,7 @@ func TestClusterNoLeak(t *testing.T) {
 	for i := range 3 {
 		run(fmt.Sprint("pool ", i+1))
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
