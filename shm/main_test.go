@@ -161,9 +161,11 @@ func roleReader() int {
 			fmt.Fprintf(os.Stderr, "reader: odd generation %d\n", s.Gen)
 			return 1
 		}
-		gens[s.Gen] = true
-		if len(gens) == tornReadGens {
-			fmt.Println("seen") // the writer may stop
+		if !gens[s.Gen] {
+			gens[s.Gen] = true
+			if len(gens) == tornReadGens {
+				fmt.Println("seen") // the writer may stop
+			}
 		}
 		buf = s.Keys
 		snapshots++
