@@ -77,7 +77,7 @@ func waitStopped(t *testing.T, what string, pids ...int) {
 		}
 		return false
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range pids {
 		for !stopped(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
@@ -140,7 +140,7 @@ jobs:
 	}
 	cmd.Wait()
 	killed := time.Now()
-	deadline := killed.Add(10 * time.Second)
+	deadline := killed.Add(30 * time.Second)
 	for {
 		var left []string
 		for _, f := range scratch {
@@ -154,7 +154,7 @@ jobs:
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s after poolrun was killed: scratch folders %q, sleep %v (was %v), children %v (of %v) still there", left, orphans, sleeps, alive, children)
+			t.Fatalf("30 s after poolrun was killed: scratch folders %q, sleep %v (was %v), children %v (of %v) still there", left, orphans, sleeps, alive, children)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -203,7 +203,7 @@ func TestRunTerminated(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 130 {
 				t.Errorf("exit status %d, want 130", code)
 			}
-			if left := proctest.WaitGone(append(append(workers, shell), sleeps...), time.Second); len(left) > 0 {
+			if left := proctest.WaitGone(append(append(workers, shell), sleeps...), 10*time.Second); len(left) > 0 {
 				t.Errorf("processes %v outlived poolrun (workers %v, shell %d, its children %v)", left, workers, shell, sleeps)
 			}
 			for _, f := range scratch {

@@ -138,7 +138,7 @@ jobs:
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit status %d, want 130", code)
 	}
-	if left := proctest.WaitGone(append(workers, shell), time.Second); len(left) > 0 {
+	if left := proctest.WaitGone(append(workers, shell), 10*time.Second); len(left) > 0 {
 		t.Errorf("processes %v outlived poolrun (workers %v, shell %d)", left, workers, shell)
 	}
 	for _, f := range scratch {

@@ -159,7 +159,7 @@ func TestInterruptAndInspect(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(msgs, "\n"))
 	}
-	if left := proctest.WaitGone(workers, time.Second); len(left) > 0 {
+	if left := proctest.WaitGone(workers, 10*time.Second); len(left) > 0 {
 		t.Errorf("workers %v still alive after poolrun exited", left)
 	}
 	filepath.WalkDir(filepath.Join(dir, "out"), func(path string, d os.DirEntry, err error) error {
