@@ -442,14 +442,22 @@ func TestBenchTempFolderSwept(t *testing.T) {
 	env := []string{"TMPDIR=" + tmp}
 	cmd, out := startPoolrun(t, dir, env, "bench", "--quiet", "-j", "1", "--modes", "all", "--scale", tinyScale, "--repeat", "1000")
 	pattern := filepath.Join(tmp, fmt.Sprintf("poolrun-%d-bench-*", cmd.Process.Pid))
+	// Wait until bench writes its outputs there: the folder is complete
+	// (a folder is made, then marked as poolrun's; only a marked one is
+	// swept).
 	var folders []string
 	deadline := time.Now().Add(60 * time.Second)
-	for len(folders) == 0 {
+	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("no folder %s after a minute:\n%s", pattern, out)
+			t.Fatalf("no folder %s with outputs after a minute:\n%s", pattern, out)
 		}
 		time.Sleep(10 * time.Millisecond)
 		folders, _ = filepath.Glob(pattern)
+		if len(folders) > 0 {
+			if entries, _ := os.ReadDir(folders[0]); len(entries) >= 2 {
+				break
+			}
+		}
 	}
 	fi, err := os.Lstat(folders[0])
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
