@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestRunShell runs commands: the status, the output in the log files,
@@ -88,18 +90,22 @@ func TestRunShell(t *testing.T) {
 // descriptors it had.
 func TestRunShellLeavesNothingOpen(t *testing.T) {
 	fds := func() []string {
-		entries, err := os.ReadDir("/proc/self/fd")
+		open, err := proctest.FDs()
 		if err != nil {
 			t.Skip("no /proc/self/fd:", err)
 		}
 		var targets []string
-		for _, e := range entries {
-			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.Contains(l, "eventpoll") {
+		for _, l := range open {
+			if !strings.Contains(l, "eventpoll") {
 				targets = append(targets, l)
 			}
 		}
 		slices.Sort(targets)
 		return targets
+	}
+	// /dev/null is opened once, for every command's standard input.
+	if _, err := devNull(); err != nil {
+		t.Fatal(err)
 	}
 	before := fds()
 	for range 20 {

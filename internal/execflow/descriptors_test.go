@@ -2,13 +2,12 @@ package execflow_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestDescriptorsClosed runs commands on in-process workers: one that
@@ -32,12 +31,11 @@ jobs:
 	// instances (the runtime poller's), and the number of pidfds among
 	// them.
 	count := func() (n, pidfds int) {
-		entries, err := os.ReadDir("/proc/self/fd")
+		open, err := proctest.FDs()
 		if err != nil {
 			t.Skip("no /proc/self/fd:", err)
 		}
-		for _, e := range entries {
-			l, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		for _, l := range open {
 			if l == "anon_inode:[eventpoll]" {
 				continue
 			}

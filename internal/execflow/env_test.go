@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -140,7 +139,10 @@ jobs:
 			// (from whatever started go test) pass to every child, the
 			// worker first: they are the environment's, and the commands
 			// may hold them. Any other descriptor above 2 is a leak.
-			outside := inheritedFDs(t)
+			outside, err := proctest.InheritedFDs()
+			if err != nil {
+				t.Fatal(err)
+			}
 			leaked := func(fds map[int]string) map[int]string {
 				out := map[int]string{}
 				for fd, target := range fds {
@@ -219,31 +221,6 @@ func readFDs(t *testing.T, path string) map[int]string {
 	}
 	if len(fds) == 0 {
 		t.Fatalf("%s lists no descriptor", filepath.Base(path))
-	}
-	return fds
-}
-
-// inheritedFDs returns the target of each descriptor above 2 that this
-// process holds without close-on-exec, by number.
-func inheritedFDs(t *testing.T) map[int]string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fds := map[int]string{}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd <= 2 {
-			continue
-		}
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil || flags&unix.FD_CLOEXEC != 0 {
-			continue // the folder's own descriptor, closed by now
-		}
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[fd] = target
-		}
 	}
 	return fds
 }
