@@ -113,7 +113,7 @@ func startJanitoredFrom(t *testing.T, exe, logDir, root string, env ...string) (
 	// unless it was dismissed already.
 	if slices.Contains(proctest.Children(cmd.Process.Pid), janitor) {
 		// (It may be gone by now, dismissed: nothing to read then.)
-		if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", janitor)); len(env) > 0 && !bytes.Contains(env, []byte(execflow.JanitorEnv+"=")) {
+		if env := proctest.Environ(janitor); len(env) > 0 && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, execflow.JanitorEnv+"=") }) {
 			t.Fatalf("process %d, which %d said is its janitor, has no %s; it said:\n%s", janitor, cmd.Process.Pid, execflow.JanitorEnv, stderr.String())
 		}
 	} else if !strings.Contains(strings.Join(cmd.Env, "\n"), "EXECFLOW_TEST_DISMISS=") {

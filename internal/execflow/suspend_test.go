@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ jobs:
 			defer resume()
 			for _, pid := range []int{shell, child} {
 				if !waitStopped(pid) {
-					t.Errorf("process %d is in state %q, not stopped (T)", pid, procState(pid))
+					t.Errorf("process %d is in state %q, not stopped (T)", pid, proctest.State(pid))
 				}
 			}
 			before := ticks(t, logDir)
@@ -76,7 +75,7 @@ jobs:
 			resume()
 			for _, pid := range []int{shell, child} {
 				if !waitState(pid, func(s string) bool { return s != "T" }) {
-					t.Errorf("process %d is in state %q after resume", pid, procState(pid))
+					t.Errorf("process %d is in state %q after resume", pid, proctest.State(pid))
 				}
 			}
 			deadline := time.Now().Add(10 * time.Second)
@@ -95,24 +94,6 @@ jobs:
 			}
 		})
 	}
-}
-
-// procState returns the state of process pid (from /proc/PID/stat), or "".
-func procState(pid int) string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
 }
 
 // ticks counts the lines of LOG/ticks.
@@ -139,7 +120,7 @@ func waitStopped(pid int) bool {
 		}
 		if s == "D" {
 			for _, c := range proctest.Children(pid) {
-				if procState(c) == "T" {
+				if proctest.State(c) == "T" {
 					return true
 				}
 			}
@@ -151,7 +132,7 @@ func waitStopped(pid int) bool {
 func waitState(pid int, ok func(state string) bool) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ok(procState(pid)) {
+		if ok(proctest.State(pid)) {
 			return true
 		}
 		if time.Now().After(deadline) {
