@@ -80,10 +80,13 @@
 // pool gives the jobs it had been sent to other workers at once; Work
 // returns nil.
 //
-// A worker pings every 500 ms; the pool gives up a worker it has not heard
-// from for 3 s (its running job is Aborted with engine.ErrWorkerDied, or
-// run again where retries were asked for). A worker whose connection to
-// the pool's server ends (the pool died) exits at once.
+// A worker pings every 500 ms; the pool gives up a worker from which it has
+// had neither a ping nor a reply for 3 s (its running job is Aborted with
+// engine.ErrWorkerDied, or run again where retries were asked for): a long
+// reply may hold the pings back. A worker sends each reply through to the
+// server (a flush) before it runs its next job, so that a finished job's
+// result does not die with a worker that its next job kills. A worker
+// whose connection to the pool's server ends (the pool died) exits at once.
 //
 // # The window
 //
