@@ -40,7 +40,6 @@ type config struct {
 	startTimeout time.Duration
 	affinity     bool
 	budget       int64
-	memLimit     int64
 	idleEvict    bool
 	maxValue     int
 	retries      int
@@ -185,7 +184,7 @@ func Affinity(on bool) Option { return func(c *config) { c.affinity = on } }
 // workerParams are the parameters the pool's workers learn in the
 // handshake.
 func (c *config) workerParams() workerParams {
-	return workerParams{policy: c.evict, budget: c.budget, memLimit: c.memLimit, idle: c.idleEvict, maxValue: int64(c.maxValue),
+	return workerParams{policy: c.evict, budget: c.budget, idle: c.idleEvict, maxValue: int64(c.maxValue),
 		heartbeat: c.silence / heartbeatsPerSilence}
 }
 
@@ -203,18 +202,6 @@ func CacheBudget(bytes int64) Option {
 		panic(fmt.Sprintf("engine: CacheBudget(%d): negative", bytes))
 	}
 	return func(c *config) { c.budget = bytes }
-}
-
-// WorkerMemoryLimit sets the Go runtime's soft memory limit in each worker
-// process ([runtime/debug.SetMemoryLimit]; 0, the default, leaves it as
-// the worker's environment sets it, GOMEMLIMIT). Near the limit the
-// runtime collects more often and returns memory to the system sooner.
-// Negative bytes panics.
-func WorkerMemoryLimit(bytes int64) Option {
-	if bytes < 0 {
-		panic(fmt.Sprintf("engine: WorkerMemoryLimit(%d): negative", bytes))
-	}
-	return func(c *config) { c.memLimit = bytes }
 }
 
 // IdleEviction turns eviction while idle on or off (default on). With it,

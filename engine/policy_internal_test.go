@@ -88,7 +88,7 @@ func TestRunnerPolicy(t *testing.T) {
 func TestHelloPolicy(t *testing.T) {
 	for _, pol := range []EvictPolicy{EvictStale, EvictNever, EvictEachJob, EvictPoolWide} {
 		var e enc
-		want := workerParams{policy: pol, budget: 5 << 20, memLimit: 1 << 30, idle: pol == EvictStale}
+		want := workerParams{policy: pol, budget: 5 << 20, idle: pol == EvictStale}
 		e.hello(7, want)
 		kind, d, err := newFrameReader(strings.NewReader(string(e.b))).next()
 		if err != nil || kind != frameHello {

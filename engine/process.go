@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,9 +114,6 @@ func serveProcess(version string) int {
 	go watchParent(stop)
 	wc, params, err := acceptPipe(in, out, ctl)
 	if err == nil {
-		if params.memLimit > 0 {
-			debug.SetMemoryLimit(params.memLimit)
-		}
 		err = serve(ctx, wc, shmView{win}, cache, params, true, &idle)
 	}
 	cache.Clear()

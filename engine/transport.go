@@ -74,7 +74,6 @@ type msg struct {
 type workerParams struct {
 	policy   EvictPolicy
 	budget   int64 // cache bytes, see CacheBudget; 0: none
-	memLimit int64 // the Go runtime's soft memory limit; 0: unchanged
 	idle     bool  // follow the window while waiting for a job
 	maxValue int64 // the largest encoded result, see MaxValueSize
 	// heartbeat is how often a busy worker says that it lives (see

@@ -17,7 +17,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 6
+	protoVersion = 7
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -79,7 +79,6 @@ func (e *enc) hello(index int, wp workerParams) {
 	e.uint(uint64(index))
 	e.uint(uint64(wp.policy))
 	e.int(wp.budget)
-	e.int(wp.memLimit)
 	e.bool(wp.idle)
 	e.int(wp.maxValue)
 	e.int(int64(wp.heartbeat))
@@ -283,7 +282,7 @@ func (d *dec) hello() (uint64, workerParams, error) {
 		return 0, wp, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
 	}
 	n, pol := d.uint(), d.uint()
-	wp.budget, wp.memLimit, wp.idle, wp.maxValue = d.int(), d.int(), d.bool(), d.int()
+	wp.budget, wp.idle, wp.maxValue = d.int(), d.bool(), d.int()
 	wp.heartbeat = time.Duration(d.int())
 	if d.err != nil {
 		return 0, wp, d.err
