@@ -19,8 +19,8 @@ import (
 
 // The pipe transport: a worker is a process (this binary, re-executed) or,
 // in serial mode, a goroutine of this process, and its messages travel as
-// frames (wire.go) over a pair of pipes. PROTOCOL.md describes the
-// conversation.
+// frames (wire.go) over three pipes: jobs, replies and control.
+// PROTOCOL.md describes the conversation.
 
 // The descriptors a worker process inherits, after stdin, stdout and
 // stderr.
@@ -28,7 +28,7 @@ const (
 	fdWindow  = 3 // the window, read-only
 	fdJobs    = 4 // frames from the parent
 	fdReply   = 5 // frames to the parent
-	fdControl = 6 // cancels from the parent, read while a job runs
+	fdControl = 6 // cancels and revokes from the parent, read all along
 )
 
 // pipeTransport starts workers as processes, or as goroutines of this
@@ -251,14 +251,14 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// pipeLink is the scheduler's link to a worker over a pair of pipes: it
+// pipeLink is the scheduler's link to a worker over its pipes: it
 // encodes what it is given into frames, which one goroutine writes (so that
 // the scheduler never blocks on a full pipe), and another goroutine reads
 // the worker's frames and reports them as messages.
 type pipeLink struct {
 	w      io.WriteCloser
 	r      io.ReadCloser
-	ctl    io.WriteCloser // the control pipe: cancels
+	ctl    io.WriteCloser // the control pipe: cancels and revokes
 	params workerParams   // the pool's, sent in the handshake; the answer must echo them
 	ctlMu  sync.Mutex
 
@@ -356,8 +356,8 @@ func (l *pipeLink) pid() int {
 }
 
 // cancel writes a cancel frame to the control pipe, which the worker reads
-// while a job runs. A frame of a few bytes into a pipe that carries
-// nothing else does not wait; a worker that has gone makes the write fail,
+// whether a job runs or not. A frame of a few bytes into a pipe that carries
+// only such frames does not wait; a worker that has gone makes the write fail,
 // and its end is reported anyway.
 func (l *pipeLink) cancel(id uint64) {
 	var e enc
@@ -629,7 +629,8 @@ func acceptPipe(in io.Reader, out io.Writer, ctl io.Reader) (*pipeWorker, worker
 	return w, params, nil
 }
 
-// readControl reads cancels until the control pipe ends.
+// readControl reads cancels and revokes until the control pipe ends (or
+// brings a frame it cannot decode); it skips frames of other kinds.
 func (w *pipeWorker) readControl(r io.Reader) {
 	fr := newFrameReader(r)
 	for {

@@ -18,7 +18,7 @@ import (
 )
 
 // A worker process's life: started by the pipe transport with the window
-// and two pipes as inherited descriptors, it answers the handshake, serves
+// and three pipes as inherited descriptors, it answers the handshake, serves
 // jobs (serve.go) and exits.
 
 // WorkerEnv is the environment variable that marks a worker process; its
