@@ -3,81 +3,198 @@ package engine
 import (
 	"bytes"
 	"encoding"
+	"encoding/binary"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 )
 
 // The value codec: arguments and results cross between processes as
-// encoding/gob values of the registered function's types; a type that
-// implements encoding.BinaryMarshaler and whose pointer implements
-// encoding.BinaryUnmarshaler crosses as the bytes of its own methods
-// instead. Gob sends a description of the type with every value and
-// compiles a decoder for it on every decode, which a short job pays in
-// full each time (bench/README.md, Codec).
+// encoding/gob values of the registered function's types, with three
+// exceptions that cost less per job:
+//
+//   - a type that implements encoding.BinaryMarshaler and whose pointer
+//     implements encoding.BinaryUnmarshaler crosses as the bytes of its own
+//     methods;
+//   - a type of size zero (struct{}) crosses as nothing;
+//   - a type whose kind is a bool, a number or a string, or a slice of
+//     bytes, and that has no gob or binary methods of its own, crosses as
+//     its value alone (a varint, the bits of a float, the bytes).
+//
+// Gob sends a description of the type with every value and compiles a
+// decoder for it on every decode, which a short job pays in full each time
+// (bench/README.md, Codec). Both sides of a pool are one build, so the
+// choice is made by the type alone.
 
-// binaryCodec reports whether values of T cross as the bytes of their
-// own MarshalBinary and UnmarshalBinary.
-func binaryCodec[T any]() bool {
-	t := reflect.TypeFor[T]()
-	if b, ok := binaryCodecs.Load(t); ok {
-		return b.(bool)
-	}
-	m := reflect.TypeFor[encoding.BinaryMarshaler]()
-	u := reflect.TypeFor[encoding.BinaryUnmarshaler]()
-	b := t.Kind() != reflect.Interface &&
-		(t.Implements(m) || reflect.PointerTo(t).Implements(m)) && reflect.PointerTo(t).Implements(u)
-	binaryCodecs.Store(t, b)
-	return b
+// codecKind is how values of a type cross.
+type codecKind int
+
+const (
+	codecGob    codecKind = iota
+	codecBinary           // its own MarshalBinary and UnmarshalBinary
+	codecEmpty            // nothing: a type of size zero
+	codecPlain            // the value alone: see plainKinds
+)
+
+// plainKinds are the kinds whose values cross alone; a []byte is a slice
+// of Uint8 and is checked apart.
+var plainKinds = map[reflect.Kind]bool{
+	reflect.Bool: true, reflect.String: true,
+	reflect.Int: true, reflect.Int8: true, reflect.Int16: true, reflect.Int32: true, reflect.Int64: true,
+	reflect.Uint: true, reflect.Uint8: true, reflect.Uint16: true, reflect.Uint32: true, reflect.Uint64: true, reflect.Uintptr: true,
+	reflect.Float32: true, reflect.Float64: true,
 }
 
-// binaryCodecs holds binaryCodec's answers, by type.
-var binaryCodecs sync.Map
+// codecOf reports how values of T cross.
+func codecOf[T any]() codecKind {
+	t := reflect.TypeFor[T]()
+	if k, ok := codecKinds.Load(t); ok {
+		return k.(codecKind)
+	}
+	k := codecGob
+	implements := func(i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
+	binM, binU := reflect.TypeFor[encoding.BinaryMarshaler](), reflect.TypeFor[encoding.BinaryUnmarshaler]()
+	gobE, gobD := reflect.TypeFor[gob.GobEncoder](), reflect.TypeFor[gob.GobDecoder]()
+	switch {
+	case t.Kind() == reflect.Interface:
+	case implements(binM) && reflect.PointerTo(t).Implements(binU):
+		k = codecBinary
+	case t.Size() == 0:
+		k = codecEmpty
+	case implements(gobE) || implements(gobD) || implements(binM) || implements(binU):
+		// Gob honours these methods: leave the value to it.
+	case plainKinds[t.Kind()] || t.Kind() == reflect.Slice && t.Elem() == reflect.TypeFor[byte]():
+		k = codecPlain
+	}
+	codecKinds.Store(t, k)
+	return k
+}
 
-// encodeValue encodes v with encoding/gob; an encoding of more than limit
-// bytes is refused with an error wrapping [ErrTooLarge]. Values of a type
-// that takes no room (struct{}) encode as nothing: gob refuses types without
-// exported fields, and there is nothing to send.
+// codecKinds holds codecOf's answers, by type.
+var codecKinds sync.Map
+
+// errPlainValue is returned when the bytes of a plain value do not decode.
+var errPlainValue = errors.New("not the encoding of a value of its type")
+
+// encodeValue encodes v as codecOf[T] says; an encoding of more than limit
+// bytes is refused with an error wrapping [ErrTooLarge].
 func encodeValue[T any](v T, limit int) ([]byte, error) {
-	if binaryCodec[T]() {
+	var data []byte
+	switch codecOf[T]() {
+	case codecEmpty:
+		return nil, nil
+	case codecBinary:
 		m, ok := any(v).(encoding.BinaryMarshaler)
 		if !ok {
 			m = any(&v).(encoding.BinaryMarshaler)
 		}
-		data, err := m.MarshalBinary()
-		if err != nil {
+		var err error
+		if data, err = m.MarshalBinary(); err != nil {
 			return nil, err
 		}
-		if len(data) > limit {
-			return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d (engine.MaxValueSize)", ErrTooLarge, len(data), limit)
+	case codecPlain:
+		data = appendPlain(nil, reflect.ValueOf(&v).Elem())
+	default:
+		var b bytes.Buffer
+		if err := gob.NewEncoder(&b).Encode(v); err != nil {
+			return nil, err
 		}
-		return data, nil
+		data = b.Bytes()
+		if b.Cap()-b.Len() > 16 && b.Len() <= limit {
+			// A queued job keeps its argument until it has run: no room
+			// to spare (a small value's buffer has 64 bytes).
+			data = bytes.Clone(data)
+		}
 	}
-	if reflect.TypeFor[T]().Size() == 0 {
-		return nil, nil
+	if len(data) > limit {
+		return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d (engine.MaxValueSize)", ErrTooLarge, len(data), limit)
 	}
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(v); err != nil {
-		return nil, err
-	}
-	if b.Len() > limit {
-		return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d (engine.MaxValueSize)", ErrTooLarge, b.Len(), limit)
-	}
-	if b.Cap()-b.Len() > 16 {
-		// A queued job keeps its argument until it has run: no room to
-		// spare (a small value's buffer has 64 bytes).
-		return bytes.Clone(b.Bytes()), nil
-	}
-	return b.Bytes(), nil
+	return data, nil
 }
 
 func decodeValue[T any](data []byte, v *T) error {
-	if binaryCodec[T]() {
+	switch codecOf[T]() {
+	case codecEmpty:
+		return nil
+	case codecBinary:
 		return any(v).(encoding.BinaryUnmarshaler).UnmarshalBinary(data)
-	}
-	if reflect.TypeFor[T]().Size() == 0 {
+	case codecPlain:
+		if err := setPlain(reflect.ValueOf(v).Elem(), data); err != nil {
+			return fmt.Errorf("%w: %d bytes for a %v", err, len(data), reflect.TypeFor[T]())
+		}
 		return nil
 	}
 	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+// appendPlain appends the encoding of v, of a plain kind: a bool as a
+// byte, a signed integer as a varint, an unsigned one as a uvarint, a
+// float as its bits (8 bytes, 4 for a float32), a string or a []byte as
+// its bytes.
+func appendPlain(b []byte, v reflect.Value) []byte {
+	switch v.Kind() {
+	case reflect.Bool:
+		if v.Bool() {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return binary.AppendVarint(b, v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return binary.AppendUvarint(b, v.Uint())
+	case reflect.Float32:
+		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v.Float())))
+	case reflect.Float64:
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float()))
+	case reflect.String:
+		return append(b, v.String()...)
+	default: // []byte
+		return append(b, v.Bytes()...)
+	}
+}
+
+// setPlain sets v, of a plain kind, from data as appendPlain wrote it. An
+// empty []byte decodes as nil, as gob decodes it.
+func setPlain(v reflect.Value, data []byte) error {
+	switch v.Kind() {
+	case reflect.Bool:
+		if len(data) != 1 || data[0] > 1 {
+			return errPlainValue
+		}
+		v.SetBool(data[0] == 1)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		x, n := binary.Varint(data)
+		if n <= 0 || n != len(data) || v.OverflowInt(x) {
+			return errPlainValue
+		}
+		v.SetInt(x)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		x, n := binary.Uvarint(data)
+		if n <= 0 || n != len(data) || v.OverflowUint(x) {
+			return errPlainValue
+		}
+		v.SetUint(x)
+	case reflect.Float32:
+		if len(data) != 4 {
+			return errPlainValue
+		}
+		v.SetFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(data))))
+	case reflect.Float64:
+		if len(data) != 8 {
+			return errPlainValue
+		}
+		v.SetFloat(math.Float64frombits(binary.LittleEndian.Uint64(data)))
+	case reflect.String:
+		v.SetString(string(data))
+	default: // []byte
+		if len(data) == 0 {
+			v.SetBytes(nil)
+		} else {
+			v.SetBytes(bytes.Clone(data))
+		}
+	}
+	return nil
 }

@@ -8,9 +8,13 @@
 // A job calls a function registered by name at package initialisation with
 // [Register], so that a worker process (the same binary, re-executed) finds
 // it by that name. Arguments and results travel between processes as
-// encoding/gob values; a type that implements [encoding.BinaryMarshaler]
-// and whose pointer implements [encoding.BinaryUnmarshaler] travels as the
-// bytes of those methods instead, which costs less per job. A function may declare the cache items all its jobs need
+// encoding/gob values, with cheaper ways for three kinds of types: a type
+// that implements [encoding.BinaryMarshaler] and whose pointer implements
+// [encoding.BinaryUnmarshaler] travels as the bytes of those methods; a
+// bool, number, string or []byte type (named or not, without gob or binary
+// methods of its own) as its value alone; a type of size zero as nothing.
+// A value decodes as gob would decode it. A function may declare the cache
+// items all its jobs need
 // ([Uses]); a job may add more ([Needs]) and wait for others ([After]).
 //
 //	var square = engine.Register("square", func(ctx context.Context, x int) (int, error) {
