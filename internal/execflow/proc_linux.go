@@ -10,9 +10,11 @@ import (
 
 // sysProcAttr: a command has a process group of its own (so that it can be
 // stopped as a whole, and a terminal's Ctrl-C reaches poolrun alone), and
-// its shell is killed when the process that started it dies (spawn.Start
-// makes the parent-death signal fire on the process's death, not a
-// thread's).
+// its shell is killed when the thread that forked it ends. The Go runtime
+// ends a thread only when a goroutine locked to it exits still locked, which
+// no goroutine of this program does (package spawn's thread lives as long
+// as the process), so in effect the signal comes when the process dies;
+// the janitor covers a process killed outright all the same.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -9,8 +9,7 @@
 // other systems Start is cmd.Start, and children must watch their parent
 // themselves.
 //
-// The engine starts its worker processes with it, and execflow the commands
-// of a workflow. [SignalTagged] signals the processes that a program
+// The engine starts its worker processes with it. [SignalTagged] signals the processes that a program
 // tagged in their environment, and those they started in turn, wherever
 // they went: this user's only, and not one that took a tagged process's
 // pid.
