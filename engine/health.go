@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The workers' health, for the scheduler (dispatch.go): running jobs past
+// The workers' health, for the scheduler (scheduler.go): running jobs past
 // their timeout or cancelled, workers that are silent or late with their
 // handshake, and workers that die, the crash loop included.
 

@@ -10,7 +10,7 @@ import (
 // The seam between the scheduler and the workers. The scheduler knows a
 // worker only as a link that takes typed messages, and hears from it only
 // through msgs on one channel; how the messages travel (frames over pipes
-// to a process, or to a goroutine in serial mode, in pipes.go) is the
+// to a process, or to a goroutine in serial mode, in pipes.go and pipelink.go) is the
 // transport's business. A transport that reaches workers elsewhere
 // implements the same three types and nothing in the scheduler changes.
 

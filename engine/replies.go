@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// handleLocked takes one message from a worker. p.mu is held.
+func (s *scheduler) handleLocked(m msg) {
+	pl := s.byLink[m.from]
+	if pl == nil {
+		if m.hello == nil {
+			return // from a worker that has already been dealt with
+		}
+		if s.p.state != PoolRunning {
+			m.from.terminate(0) // too late to join
+			return
+		}
+		// A worker that joined by itself takes a new place.
+		var err error
+		if pl, err = s.addPlace(m.hello.win); err != nil {
+			m.from.terminate(0)
+			return
+		}
+		pl.joined = true
+		s.attach(pl, m.from)
+	}
+	pl.heard = time.Now()
+	switch {
+	case m.hello != nil:
+		s.hello(pl, m.hello)
+	case m.replies != nil:
+		for _, rep := range m.replies {
+			s.doneLocked(pl, rep)
+		}
+	case m.state != nil && pl.saidBye:
+		// Older than the goodbye's statistics: nothing to take.
+	case m.state != nil:
+		pl.cur = m.state.stats
+		pl.evicted += uint64(m.state.evicted)
+		pl.setResident(m.state.resident)
+	case m.bye != nil:
+		pl.cur = m.bye.stats
+		pl.peakRSS = max(pl.peakRSS, m.bye.peakRSS)
+		pl.resident = nil
+		pl.saidBye = true
+	case m.died != nil:
+		s.diedLocked(pl, m.died, m.lastWords)
+	}
+}
+
+func (s *scheduler) doneLocked(pl *place, rep *reply) {
+	p := s.p
+	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
+		return
+	}
+	j := p.jobs[rep.id-1]
+	if i := slices.Index(pl.inflight, j); i >= 0 {
+		pl.inflight = slices.Delete(pl.inflight, i, i+1)
+		pl.held.drop(j.keys)
+		if i == 0 && len(pl.inflight) > 0 {
+			pl.inflight[0].runSince = time.Now() // the next starts
+		}
+	}
+	j.revoking = false
+	if rep.outcome == outcomeRevoked {
+		s.revokedLocked(pl, j)
+		return
+	}
+	if rep.outcome == outcomeLeft {
+		// Its worker is leaving: not the job's failure. Aborted (or run
+		// again, with retries), as when a worker dies under its job.
+		if j.Status() == Running {
+			s.runEnded(pl, j, fmt.Errorf("left the pool while the job ran (asked to stop); the job returned: %s", rep.payload), pl.stopping)
+		}
+		return
+	}
+	pl.jobs++
+	if pl.served++; pl.served == 1 {
+		s.earlyDeaths, s.helloDeaths = 0, 0 // a new worker serves: no crash loop
+	}
+	pl.evicted += uint64(rep.evicted)
+	pl.budgetEvicted += uint64(rep.budgetEvicted)
+	// What the workers held together when the job returned, before its
+	// worker's policy cleared anything.
+	// (From the places' last reports: cacheSum may be older, when this
+	// reply came in a batch after other reports.)
+	held := rep.held
+	for _, o := range s.places {
+		if o != pl {
+			held += o.cur.Bytes
+		}
+	}
+	s.peakSum = max(s.peakSum, held)
+	pl.cur = rep.stats
+	if rep.residentSent {
+		pl.setResident(rep.resident)
+	}
+	if rep.overBudget {
+		p.emit(Event{Kind: BudgetExceeded, JobID: j.id, Func: j.fn.name, Labels: j.labels, Worker: pl.index})
+	}
+	if t, ok := s.fnTime[j.fn]; ok {
+		s.fnTime[j.fn] = t - t/8 + rep.elapsed/8
+	} else {
+		s.fnTime[j.fn] = rep.elapsed
+	}
+	if j.Status() != Running {
+		return // ended meanwhile (the pool was stopped)
+	}
+	j.started = rep.start
+	j.ended = rep.start.Add(rep.elapsed)
+	st, err := Failed, error(nil)
+	switch rep.outcome {
+	case outcomeOK:
+		st = Succeeded
+	case outcomePanic:
+		err = &PanicError{Op: "job", Value: string(rep.payload), Stack: rep.stack}
+	case outcomeTimedOut:
+		err = &TimeoutError{Timeout: j.timeout, Returned: string(rep.payload)}
+	case outcomeCancelled:
+		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}
+	default:
+		err = &RemoteError{Msg: string(rep.payload)}
+	}
+	if j.cancelled {
+		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}
+	}
+	if st == Succeeded {
+		j.result = rep.payload
+	}
+	s.ended(pl, j, j.started, j.ended, st, err)
+	p.finish(j, st, err)
+}
+
+// ended records the end of j's run on the worker of pl: its last, which
+// the job's own fields describe (see Job.Attempts), unless it is retried.
+// p.mu is held.
+func (s *scheduler) ended(pl *place, j *job, start, end time.Time, st Status, err error) {
+	j.pid, j.started, j.ended = pl.pid, start, end
+}
+
+// retried records the end of j's run on the worker of pl, which is to be
+// run again. p.mu is held.
+func (s *scheduler) retried(pl *place, j *job, start, end time.Time, err error) {
+	j.attempts = append(j.attempts, Attempt{Worker: pl.index, PID: pl.pid, Start: start, End: end, Status: Aborted, Err: err})
+}
+
+// shutdown ends the run: after a normal end the workers are asked to stop
+// (they clear their caches and say goodbye); after a failure or the end of
+// ctx (err != nil), the jobs not started are cancelled and the workers are
+// terminated. It returns when every worker has gone.
+func (s *scheduler) shutdown(err error) {
+	p := s.p
+	p.mu.Lock()
+	p.setState(PoolStopping)
+	if err != nil {
+		for _, pl := range s.places {
+			for i, j := range pl.inflight {
+				if j.Status() != Running {
+					continue
+				}
+				if i == 0 {
+					err := fmt.Errorf("%w: worker %d was stopped: %w", errStopped, pl.index, err)
+					s.ended(pl, j, j.runSince, time.Now(), Aborted, err)
+					p.finish(j, Aborted, err)
+				} else {
+					p.finish(j, Cancelled, fmt.Errorf("pool stopped: %w", err))
+				}
+			}
+		}
+		for _, j := range p.jobs {
+			if st := j.Status(); st == Pending || st == Queued {
+				p.finish(j, Cancelled, fmt.Errorf("pool stopped: %w", err))
+			}
+		}
+	}
+	live := 0
+	for _, pl := range s.places {
+		if pl.l == nil {
+			continue
+		}
+		live++
+		pl.stopping = true
+		switch {
+		case !pl.ready:
+			pl.l.terminate(0) // it never served: no cache to clear
+		case err != nil:
+			pl.l.terminate(terminateGrace)
+		default:
+			pl.l.stop()
+		}
+	}
+	p.mu.Unlock()
+
+	deadline := time.NewTimer(stopTimeout)
+	defer deadline.Stop()
+	for live > 0 {
+		select {
+		case m := <-s.msgs:
+			p.mu.Lock()
+			if pl := s.byLink[m.from]; m.died != nil && pl != nil {
+				live--
+			}
+			s.handleLocked(m)
+			s.account(time.Now())
+			p.mu.Unlock()
+		case <-deadline.C:
+			p.mu.Lock()
+			for _, pl := range s.places {
+				if pl.l != nil {
+					pl.l.terminate(terminateGrace)
+				}
+			}
+			p.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+)
+
+// dec reads the fields of one frame's payload.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) int() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) byte() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+// bytes returns a copy: frames are read into a reused buffer.
+func (d *dec) bytes() []byte {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := make([]byte, n)
+	copy(v, d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) string() string {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	v := string(d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) raw(n int) []byte {
+	if n > len(d.b) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) fail() {
+	if d.err == nil {
+		d.err = errShortFrame
+	}
+	d.b = nil
+}
+
+func (d *dec) stats() cachepool.Stats {
+	return cachepool.Stats{
+		Hits:      d.uint(),
+		Builds:    d.uint(),
+		Evictions: d.uint(),
+		Resident:  int(d.uint()),
+		Bytes:     d.int(),
+		PeakBytes: d.int(),
+		BuildTime: time.Duration(d.int()),
+	}
+}
+
+// hello checks a hello frame's payload and returns the number and the
+// parameters it carries.
+func (d *dec) hello() (uint64, workerParams, error) {
+	var wp workerParams
+	if m := d.raw(len(protoMagic)); string(m) != protoMagic {
+		return 0, wp, fmt.Errorf("engine: protocol: bad handshake magic %q", m)
+	}
+	if v := d.uint(); v != protoVersion {
+		return 0, wp, fmt.Errorf("engine: protocol: version %d, this binary speaks %d", v, protoVersion)
+	}
+	n, pol := d.uint(), d.uint()
+	wp.budget, wp.idle, wp.maxValue = d.int(), d.bool(), d.int()
+	wp.heartbeat = time.Duration(d.int())
+	if d.err != nil {
+		return 0, wp, d.err
+	}
+	if wp.heartbeat < 0 {
+		return 0, wp, fmt.Errorf("engine: protocol: negative heartbeat %v", wp.heartbeat)
+	}
+	if pol >= numPolicies {
+		return 0, wp, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
+	}
+	wp.policy = EvictPolicy(pol)
+	return n, wp, nil
+}
+
+// hello reads the first frame of a stream, which must be a handshake, and
+// returns the number (worker index or pid) and parameters it carries.
+func (fr *frameReader) hello() (uint64, workerParams, error) {
+	kind, d, err := fr.next()
+	if err != nil {
+		return 0, workerParams{}, fmt.Errorf("engine: protocol: reading the handshake: %w", err)
+	}
+	if kind != frameHello {
+		return 0, workerParams{}, fmt.Errorf("engine: protocol: first frame is of kind %d, want a handshake", kind)
+	}
+	return d.hello()
+}
+
+func (d *dec) bool() bool { return d.byte() != 0 }
+
+// keys decodes a list of keys; each takes 8 bytes, which bounds the count
+// by the frame's size before anything is allocated.
+func (d *dec) keys() []uint64 {
+	n := d.uint()
+	if n > uint64(len(d.b)/8) {
+		d.fail()
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	ks := make([]uint64, n)
+	for i := range ks {
+		ks[i] = binary.LittleEndian.Uint64(d.b[8*i:])
+	}
+	d.b = d.b[8*n:]
+	return ks
+}
+
+// resident decodes a resident set: sent false means unchanged since the
+// last report.
+func (d *dec) resident() (bool, []residentItem) {
+	if !d.bool() {
+		return false, nil
+	}
+	n := d.uint()
+	if n > uint64(len(d.b)/9) { // 8 bytes of key and at least 1 of size
+		d.fail()
+		return false, nil
+	}
+	rs := make([]residentItem, 0, n)
+	for range n {
+		if len(d.b) < 8 {
+			d.fail()
+			return false, nil
+		}
+		k := binary.LittleEndian.Uint64(d.b)
+		d.b = d.b[8:]
+		rs = append(rs, residentItem{key: k, bytes: d.int()})
+	}
+	return d.err == nil, rs
+}
+
+func (d *dec) task() (*task, error) {
+	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
+	t.keys = d.keys()
+	t.order = d.keys()
+	t.timeout = time.Duration(d.int())
+	if t.timeout < 0 {
+		d.fail()
+	}
+	return t, d.err
+}
+
+func (d *dec) cancel() (uint64, error) {
+	id := d.uint()
+	return id, d.err
+}
+
+func (d *dec) revoke() (id, seq uint64, err error) {
+	id = d.uint()
+	seq = d.uint()
+	return id, seq, d.err
+}
+
+func (d *dec) state() (*workerState, error) {
+	s := &workerState{evicted: int(d.uint()), stats: d.stats()}
+	_, s.resident = d.resident()
+	return s, d.err
+}
+
+func (d *dec) bye() (*byeInfo, error) {
+	b := &byeInfo{stats: d.stats(), peakRSS: d.int()}
+	return b, d.err
+}
+
+func (d *dec) done() (*reply, error) {
+	r := &reply{id: d.uint(), outcome: d.byte()}
+	r.start = time.Unix(0, d.int())
+	r.elapsed = time.Duration(d.int())
+	r.payload = d.bytes()
+	r.stack = d.bytes()
+	r.evicted = int(d.uint())
+	r.budgetEvicted = int(d.uint())
+	r.overBudget = d.bool()
+	r.held = d.int()
+	r.stats = d.stats()
+	r.residentSent, r.resident = d.resident()
+	return r, d.err
+}
+
+// frameReader reads frames from a stream.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(r io.Reader) *frameReader {
+	size := 64 << 10 // few system calls on an OS pipe
+	if _, ok := r.(*memPipeReader); ok {
+		// A read from memory costs a copy: a small buffer does as well,
+		// and an in-process worker has three such readers, each of
+		// which would otherwise hold the OS pipe's size.
+		size = 4 << 10
+	}
+	return &frameReader{r: bufio.NewReaderSize(r, size)}
+}
+
+// next returns the next frame's kind and payload; the payload is valid until
+// the following call. It returns io.EOF at a clean end of stream.
+func (fr *frameReader) next() (byte, *dec, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = errShortFrame
+		}
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(h[:4])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("engine: protocol: frame of %d bytes exceeds the limit", n)
+	}
+	if int(n) <= cap(fr.buf) || n <= growStep {
+		if cap(fr.buf) < int(n) {
+			fr.buf = make([]byte, n)
+		}
+		fr.buf = fr.buf[:n]
+		if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
+			return 0, nil, errShortFrame
+		}
+		return h[4], &dec{b: fr.buf}, nil
+	}
+	// A large frame: grow the buffer as its bytes arrive, so that a corrupt
+	// length on a short stream cannot make the reader allocate a gigabyte.
+	buf := fr.buf[:0]
+	for len(buf) < int(n) {
+		step := min(int(n)-len(buf), growStep)
+		buf = slices.Grow(buf, step)
+		m, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			fr.buf = buf
+			return 0, nil, errShortFrame
+		}
+	}
+	fr.buf = buf
+	return h[4], &dec{b: fr.buf}, nil
+}
+
+// buffered reports whether a whole frame is already buffered, so that
+// reading it will not block.
+func (fr *frameReader) buffered() bool {
+	n := fr.r.Buffered()
+	if n < 5 {
+		return false
+	}
+	h, _ := fr.r.Peek(5)
+	return n >= 5+int(binary.LittleEndian.Uint32(h[:4]))
+}
