@@ -36,16 +36,20 @@ const (
 	codecGob    codecKind = iota
 	codecBinary           // its own MarshalBinary and UnmarshalBinary
 	codecEmpty            // nothing: a type of size zero
-	codecPlain            // the value alone: see plainKinds
+	codecPlain            // the value alone: see plainKind
 )
 
-// plainKinds are the kinds whose values cross alone; a []byte is a slice
-// of Uint8 and is checked apart.
-var plainKinds = map[reflect.Kind]bool{
-	reflect.Bool: true, reflect.String: true,
-	reflect.Int: true, reflect.Int8: true, reflect.Int16: true, reflect.Int32: true, reflect.Int64: true,
-	reflect.Uint: true, reflect.Uint8: true, reflect.Uint16: true, reflect.Uint32: true, reflect.Uint64: true, reflect.Uintptr: true,
-	reflect.Float32: true, reflect.Float64: true,
+// plainKind reports whether values of kind k cross alone (see codecPlain);
+// a []byte is a slice and is checked apart.
+func plainKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.String,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
 }
 
 // codecOf reports how values of T cross.
@@ -66,7 +70,7 @@ func codecOf[T any]() codecKind {
 		k = codecEmpty
 	case implements(gobE) || implements(gobD) || implements(binM) || implements(binU):
 		// Gob honours these methods: leave the value to it.
-	case plainKinds[t.Kind()] || t.Kind() == reflect.Slice && t.Elem() == reflect.TypeFor[byte]():
+	case plainKind(t.Kind()) || t.Kind() == reflect.Slice && t.Elem() == reflect.TypeFor[byte]():
 		k = codecPlain
 	}
 	codecKinds.Store(t, k)
