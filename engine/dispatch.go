@@ -2,8 +2,8 @@ package engine
 
 import "time"
 
-// dispatchLocked sends Queued jobs to workers that can take them. p.mu is held.
-func (s *scheduler) dispatchLocked() {
+// dispatch sends Queued jobs to workers that can take them. p.mu is held.
+func (s *scheduler) dispatch() {
 	p := s.p
 	if p.failed {
 		return
@@ -14,7 +14,7 @@ func (s *scheduler) dispatchLocked() {
 			p.queue.pop()
 			continue
 		}
-		pl, aheadOnly := s.pickLocked()
+		pl, aheadOnly := s.pick()
 		if pl == nil {
 			break
 		}
@@ -37,6 +37,7 @@ func (s *scheduler) dispatchLocked() {
 		}
 		j.worker = pl.index
 		j.tries++
+		j.began = time.Time{}
 		if len(pl.inflight) == 0 {
 			// It starts now; and from now on the worker owes news.
 			now := time.Now()
@@ -55,27 +56,17 @@ func (s *scheduler) dispatchLocked() {
 			}
 			t.order = pl.order // the same for every task of the round
 		}
+		if len(pl.tasks) == 0 {
+			s.sending = append(s.sending, pl)
+		}
 		pl.tasks = append(pl.tasks, t)
 	}
-	s.rebalanceLocked()
-	// The windows list the jobs' keys as in flight on their workers before
-	// the jobs are sent, stamped with that generation: a worker that sees
-	// any generation from then on keeps what its jobs need.
-	s.publishLocked()
-	for _, pl := range s.places {
-		if len(pl.tasks) > 0 {
-			gen := pl.win.gen()
-			for i := range pl.tasks {
-				pl.tasks[i].gen = gen
-			}
-			pl.l.send(pl.tasks)
-			clear(pl.tasks)
-			pl.tasks = pl.tasks[:0]
-		}
-	}
+	s.rebalance()
+	// The jobs go once the windows list their keys as in flight on their
+	// workers (collect, deliver).
 }
 
-// rebalanceLocked revokes jobs that wait behind others at busy workers,
+// rebalance revokes jobs that wait behind others at busy workers,
 // one for each worker that has nothing to do and no revoke on its way
 // already: the last job waiting at the busiest worker first, among those
 // that need no cache item. (Moving a job that needs items would change
@@ -83,13 +74,13 @@ func (s *scheduler) dispatchLocked() {
 // and it might evict what its next jobs need; such jobs are sent ahead
 // only where their items are resident, and wait there.) The worker hands
 // a job back unless it has started it; the job is queued again when it
-// comes back (revokedLocked) and goes, most likely, to the idle worker.
+// comes back (revoked) and goes, most likely, to the idle worker.
 // p.mu is held.
-func (s *scheduler) rebalanceLocked() {
+func (s *scheduler) rebalance() {
 	var idle []*place
 	on := 0 // revokes on their way
 	for _, pl := range s.places {
-		if len(pl.inflight) == 0 && pl.waitRound != s.round && pl.kill == nil && s.canTakeLocked(pl) {
+		if len(pl.inflight) == 0 && pl.waitRound != s.round && pl.kill == nil && s.canTake(pl) {
 			idle = append(idle, pl)
 		}
 		for _, j := range pl.inflight {
@@ -99,7 +90,7 @@ func (s *scheduler) rebalanceLocked() {
 		}
 	}
 	for range idle[min(on, len(idle)):] {
-		from, last := s.busiestLocked()
+		from, last := s.busiest()
 		if last == nil {
 			return
 		}
@@ -108,10 +99,10 @@ func (s *scheduler) rebalanceLocked() {
 	}
 }
 
-// busiestLocked returns the place with the most jobs waiting behind the
+// busiest returns the place with the most jobs waiting behind the
 // one its worker runs that need no item (and none of them revoked
 // already), and the last of those; or nil, nil. p.mu is held.
-func (s *scheduler) busiestLocked() (*place, *job) {
+func (s *scheduler) busiest() (*place, *job) {
 	var from *place
 	var last *job
 	most := 0
@@ -132,16 +123,16 @@ func (s *scheduler) busiestLocked() (*place, *job) {
 	return from, last
 }
 
-// pickLocked returns the place whose worker should take the next job, or
+// pick returns the place whose worker should take the next job, or
 // nil: the one with the fewest jobs in flight among those that may take one
 // more; and whether it may take it only ahead of the one it runs, if the
-// job builds nothing there (canTakeHowLocked).
-func (s *scheduler) pickLocked() (best *place, aheadOnly bool) {
+// job builds nothing there (canTakeHow).
+func (s *scheduler) pick() (best *place, aheadOnly bool) {
 	for _, pl := range s.places {
 		if pl.waitRound == s.round {
 			continue
 		}
-		ok, ahead := s.canTakeHowLocked(pl)
+		ok, ahead := s.canTakeHow(pl)
 		if ok && (best == nil || len(pl.inflight) < len(best.inflight)) {
 			best, aheadOnly = pl, ahead
 		}
@@ -149,15 +140,15 @@ func (s *scheduler) pickLocked() (best *place, aheadOnly bool) {
 	return best, aheadOnly
 }
 
-func (s *scheduler) canTakeLocked(pl *place) bool {
-	ok, _ := s.canTakeHowLocked(pl)
+func (s *scheduler) canTake(pl *place) bool {
+	ok, _ := s.canTakeHow(pl)
 	return ok
 }
 
-// canTakeHowLocked reports whether pl's worker may be sent one more job,
+// canTakeHow reports whether pl's worker may be sent one more job,
 // and whether only one ahead of the job it runs that builds nothing (see
 // the dispatch rules above).
-func (s *scheduler) canTakeHowLocked(pl *place) (ok, aheadOnly bool) {
+func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 	if pl.l == nil || !pl.ready || pl.stopping {
 		return false, false
 	}

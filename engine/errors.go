@@ -143,3 +143,7 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 type RemoteError struct{ Msg string }
 
 func (e *RemoteError) Error() string { return e.Msg }
+
+// ErrNoWorkers is the error of a RemoteOnly pool that went without any
+// worker for longer than its wait.
+var ErrNoWorkers = errors.New("no worker")

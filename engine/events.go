@@ -40,9 +40,13 @@ const (
 	// (Items, Capacity, Worker as for WindowOverflow); its workers evict
 	// what it no longer lists.
 	WindowFits
+	// JobStarted: a Running job began on its worker (JobID, Func, Labels,
+	// Worker, Attempt): Running says that it was sent, and a worker
+	// that is sent short jobs ahead runs them one after the other.
+	JobStarted
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {

@@ -36,7 +36,7 @@ const freeThreshold = 16 << 20
 // serve loop (a job) and the idle evictor.
 type runner struct {
 	mu     sync.Mutex
-	win    windowView
+	win    WindowReader
 	cache  *cachepool.Cache
 	policy EvictPolicy
 	snap   shm.Snapshot

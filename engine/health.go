@@ -95,9 +95,9 @@ func (s *scheduler) nextCheck(now time.Time) time.Time {
 	return at
 }
 
-// checkWorkersLocked fails a RemoteOnly pool that has had jobs left and no
+// checkWorkers fails a RemoteOnly pool that has had jobs left and no
 // live worker for longer than its wait. p.mu is held.
-func (s *scheduler) checkWorkersLocked(now time.Time) {
+func (s *scheduler) checkWorkers(now time.Time) {
 	wait := s.p.cfg.remoteOnly
 	if wait <= 0 || s.fatal != nil {
 		return
@@ -130,7 +130,7 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// diedLocked handles the end of a worker: the job it was running is
+// died handles the end of a worker: the job it was running is
 // Aborted, the jobs waiting behind it go back to the queue, and, while the
 // pool runs, a new worker takes the place of one the scheduler started.
 //
@@ -143,7 +143,7 @@ func later(a, b time.Time) time.Time {
 // workers that serve; with none, it ends. A worker that dies under a job
 // does not count: the job is Aborted or retried, and the worker replaced.
 // p.mu is held.
-func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
+func (s *scheduler) died(pl *place, why error, lastWords string) {
 	p := s.p
 	wasReady, stopping, timedOut, k := pl.ready, pl.stopping, pl.timedOut, pl.kill
 	hadJob := len(pl.inflight) > 0
@@ -175,7 +175,7 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 			s.helloDeaths++
 		}
 		if s.earlyDeaths >= crashLoopLimit {
-			s.crashLoopLocked(pl, why, wasReady, lastWords)
+			s.countEarlyDeath(pl, why, wasReady, lastWords)
 		}
 	}
 	for i, j := range pl.inflight {
@@ -206,12 +206,12 @@ func (s *scheduler) diedLocked(pl *place, why error, lastWords string) {
 	s.starts = append(s.starts, pl)
 }
 
-// crashLoopLocked stops the starts of workers after crashLoopLimit of them
+// countEarlyDeath stops the starts of workers after crashLoopLimit of them
 // died in a row without having run a job, the last of them that of pl
 // (for why, having answered the handshake or not, its stderr ending with
 // lastWords). With no other worker that serves, the pool ends; else the
 // error joins Run's and the pool goes on. p.mu is held.
-func (s *scheduler) crashLoopLocked(pl *place, why error, wasReady bool, lastWords string) {
+func (s *scheduler) countEarlyDeath(pl *place, why error, wasReady bool, lastWords string) {
 	when := "before the handshake"
 	if wasReady {
 		when = "after the handshake, with no job"
@@ -246,11 +246,11 @@ func (s *scheduler) crashLoopLocked(pl *place, why error, wasReady bool, lastWor
 	s.p.errs = append(s.p.errs, err)
 }
 
-// revokedLocked takes back j, which the worker of pl handed back without
-// starting it (rebalanceLocked): it is queued again, where its id puts it
+// revoked takes back j, which the worker of pl handed back without
+// starting it (rebalance): it is queued again, where its id puts it
 // before the jobs queued after it, unless it was cancelled meanwhile.
 // p.mu is held.
-func (s *scheduler) revokedLocked(pl *place, j *job) {
+func (s *scheduler) revoked(pl *place, j *job) {
 	p := s.p
 	if j.Status() != Running {
 		return // ended meanwhile (the pool was stopped)

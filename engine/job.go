@@ -42,6 +42,7 @@ type job struct {
 	attempts []Attempt     // its runs that ended and were retried
 	pid      int           // the process that ran its last run
 	runSince time.Time     // when its current run started, as the pool saw it
+	began    time.Time     // when its worker said that its current run began (JobStarted)
 	revoking bool          // its worker was asked to hand it back (link.revoke)
 	seq      uint64        // which of the jobs sent to its worker it is, from 1
 
@@ -127,6 +128,17 @@ func (j *Job[R]) Times() (added, started, ended time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return j.j.added, j.j.started, j.j.ended
+}
+
+// Started returns when the job's current (or last) run began on its
+// worker, as the pool heard it, on the pool's clock: a job that is
+// Running may wait in its worker's queue behind others sent ahead of it
+// (zero until it begins, and for a job that never ran).
+func (j *Job[R]) Started() time.Time {
+	p := j.j.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return j.j.began
 }
 
 // Worker returns the worker the job was sent to, from 1 (0 if none yet).

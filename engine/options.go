@@ -322,3 +322,25 @@ func WorkerOutput(stdout, stderr io.Writer) Option {
 	}
 	return func(c *config) { c.output = workerOutput{stdout: stdout, stderr: stderr} }
 }
+
+// Joiner runs f while the pool runs, in a goroutine of its own, from the
+// start of the pool's run (its own workers start as its jobs need them,
+// see [Workers]), with a context that ends when the
+// pool stops taking jobs (before its workers are told to stop): a
+// transport that admits workers joining from elsewhere listens in f, and
+// calls [Pool.Admit] for each. Run waits for f to return.
+func Joiner(f func(ctx context.Context, p *Pool)) Option {
+	return func(c *config) { c.joiners = append(c.joiners, f) }
+}
+
+// RemoteOnly makes a pool that starts no worker of its own: every worker
+// joins through a [Joiner]. While the pool has jobs left and no live
+// worker, for longer than wait (from the start, or since the last worker
+// left), Run fails with an error wrapping [ErrNoWorkers]. wait <= 0
+// panics.
+func RemoteOnly(wait time.Duration) Option {
+	if wait <= 0 {
+		panic("engine: RemoteOnly with a wait of 0 or less")
+	}
+	return func(c *config) { c.remoteOnly = wait }
+}

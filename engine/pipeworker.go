@@ -6,31 +6,29 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
+
+	"github.com/poolrun/poolrun/cachepool"
 )
 
-// pipeWorker is a worker's side of the pipes. The serve loop reads the
-// parent's frames itself; a goroutine reads the control pipe, whose
-// cancels reach the job they are for while it runs (or mark it, if it has
-// not started). A revoke of a job frame not read yet (the worker counts
-// the job frames it reads; a revoke names the frame's place) is answered
-// at once, while a job may run, and the frame skipped when it is read; a
-// revoke of a job read already does nothing: the job's reply says how it
-// ended. Writes (done, state, alive, bye) are serialised: state and
-// alive come from other goroutines than the serve loop's.
+// The worker's side of the frames (wire.go), over a worker process's pipes
+// or over the streams of a worker that joined a pool by itself ([Serve]).
+
+// pipeWorker is a worker's side of the frames. The serve loop reads the
+// parent's frames itself; a goroutine reads the control stream, whose
+// cancels and revokes go to ctl. Writes (started, done, state, alive, bye)
+// are serialised: state and alive come from other goroutines than the
+// serve loop's. A done is held until the worker says that the next job
+// started, or is about to wait for the parent, so that a worker that runs
+// its jobs one after the other writes once per job.
 type pipeWorker struct {
 	fr  *frameReader
+	ctl jobControl
+
 	mu  sync.Mutex
 	out io.Writer
 	e   enc
-
-	ctl struct {
-		mu        sync.Mutex
-		runID     uint64                  // the task that runs, or 0
-		runCancel context.CancelCauseFunc // cancels its context
-		early     map[uint64]bool         // cancels of tasks not started
-		read      uint64                  // the job frames read
-		revoked   map[uint64]bool         // job frames to skip, by place
-	}
+	err error // the write that failed
 }
 
 // acceptPipe answers the parent's handshake on a worker's pipes and returns
@@ -61,83 +59,71 @@ func (w *pipeWorker) readControl(r io.Reader) {
 		if err != nil {
 			return
 		}
-		if kind == frameRevoke {
+		switch kind {
+		case frameRevoke:
 			id, seq, err := d.revoke()
 			if err != nil {
 				return
 			}
-			w.ctl.mu.Lock()
-			handBack := seq > w.ctl.read
-			if handBack {
-				if w.ctl.revoked == nil {
-					w.ctl.revoked = map[uint64]bool{}
-				}
-				w.ctl.revoked[seq] = true
-			}
-			w.ctl.mu.Unlock()
-			if handBack && w.done(&reply{id: id, outcome: outcomeRevoked}) != nil {
+			if w.ctl.revoke(seq) && w.send(func(e *enc) { e.done(&reply{id: id, outcome: outcomeRevoked}) }) != nil {
 				return
 			}
-			continue
-		}
-		if kind != frameCancel {
-			continue // nothing else comes this way
-		}
-		id, err := d.cancel()
-		if err != nil {
-			return
-		}
-		w.ctl.mu.Lock()
-		if w.ctl.runID == id && w.ctl.runCancel != nil {
-			w.ctl.runCancel(errParentCancelled)
-		} else {
-			if w.ctl.early == nil {
-				w.ctl.early = map[uint64]bool{}
+		case frameCancel:
+			id, err := d.cancel()
+			if err != nil {
+				return
 			}
-			w.ctl.early[id] = true
+			w.ctl.cancel(id)
 		}
-		w.ctl.mu.Unlock()
 	}
 }
 
-// cancelledEarly reports, and forgets, a cancel of task id that came
-// before the task started.
-func (w *pipeWorker) cancelledEarly(id uint64) bool {
-	w.ctl.mu.Lock()
-	defer w.ctl.mu.Unlock()
-	if w.ctl.early[id] {
-		delete(w.ctl.early, id)
-		return true
-	}
-	return false
-}
-
-// flush writes what was encoded. w.mu is held, or no other goroutine writes.
+// flush writes what was encoded. w.mu is held, or no other goroutine
+// writes.
 func (w *pipeWorker) flush() error {
-	_, err := w.out.Write(w.e.b)
+	if w.err != nil || len(w.e.b) == 0 {
+		return w.err
+	}
+	_, w.err = w.out.Write(w.e.b)
 	w.e.b = w.e.b[:0]
-	return err
+	return w.err
+}
+
+// send encodes a frame with put and writes it with whatever was held.
+func (w *pipeWorker) send(put func(*enc)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	put(&w.e)
+	return w.flush()
+}
+
+// release writes what is held back.
+func (w *pipeWorker) release() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flush()
 }
 
 func (w *pipeWorker) next() (*task, bool, error) {
 	for {
+		if !w.fr.buffered() {
+			// About to wait for the parent: what is held goes first.
+			if err := w.release(); err != nil {
+				return nil, false, err
+			}
+		}
 		kind, d, err := w.fr.next()
 		if err != nil {
 			return nil, false, err
 		}
 		switch kind {
 		case frameJob:
-			w.ctl.mu.Lock()
-			w.ctl.read++
-			skip := w.ctl.revoked[w.ctl.read]
-			delete(w.ctl.revoked, w.ctl.read)
-			w.ctl.mu.Unlock()
-			if skip {
+			if w.ctl.take() {
 				continue // handed back already
 			}
 			t, err := d.task()
 			if err == nil {
-				t.cancelled = w.cancelledEarly(t.id)
+				t.cancelled = w.ctl.cancelledEarly(t.id)
 			}
 			return t, false, err
 		case frameStop:
@@ -150,38 +136,61 @@ func (w *pipeWorker) next() (*task, bool, error) {
 func (w *pipeWorker) ready() bool { return w.fr.buffered() }
 
 func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
-	w.ctl.mu.Lock()
-	w.ctl.runID, w.ctl.runCancel = id, cancel
-	w.ctl.mu.Unlock()
-	if id != 0 && w.cancelledEarly(id) {
-		cancel(errParentCancelled) // came between next and now
-	}
+	w.ctl.running(id, cancel)
+}
+
+func (w *pipeWorker) started(id uint64) error {
+	return w.send(func(e *enc) { e.started(id) })
 }
 
 func (w *pipeWorker) done(r *reply) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.e.done(r)
-	return w.flush()
+	return w.err // written with the next started, or before a wait
 }
 
 func (w *pipeWorker) state(s *workerState) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.e.state(s)
-	return w.flush()
+	return w.send(func(e *enc) { e.state(s) })
 }
 
 func (w *pipeWorker) alive() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.e.alive()
-	return w.flush()
+	return w.send(func(e *enc) { e.alive() })
 }
 
 func (w *pipeWorker) bye(b *byeInfo) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.e.bye(b)
-	return w.flush()
+	return w.send(func(e *enc) { e.bye(b) })
+}
+
+// Serve serves a pool as a worker it did not start: the pipe protocol's
+// handshake on jobs and replies, then every job the pool sends, until the
+// pool says stop (the cache is cleared, its cleanups run) or the jobs
+// stream ends, or ctx ends. Cancels and revokes come on control; win is
+// the window the pool publishes for this worker. The jobs run with this
+// process's default cache (cachepool.Default).
+//
+// When ctx ends (the worker's process was asked to stop, with SIGTERM
+// say), the worker leaves the pool: it starts no other job; the job it
+// runs, if any, has its context cancelled, and if it then returns an
+// error rather than a value it is Aborted, as when a worker dies under
+// its job (run again where the pool allows retries); the cache is cleared
+// (the cleanups run), the worker says goodbye, so that the pool gives its
+// other jobs to other workers at once, and Serve returns nil. If jobs is
+// an io.Closer, Serve closes it then, to stop waiting for a job.
+func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader) error {
+	wc, params, err := acceptPipe(jobs, replies, control)
+	if err != nil {
+		return err
+	}
+	if c, ok := jobs.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+	}
+	cache := cachepool.Default()
+	err = serve(ctx, wc, win, cache, params, ownHeap, new(atomic.Bool))
+	if ctx.Err() == nil {
+		return err
+	}
+	cache.Clear()
+	return wc.bye(&byeInfo{stats: cache.Stats(), peakRSS: peakRSS()})
 }

@@ -16,21 +16,20 @@ type place struct {
 	l     link      // nil while no worker holds the place
 	pid   int       // of the worker that holds the place, or held it last
 	host  string    // of a worker that joined from elsewhere, as it said
-	win   publisher // the window its workers read
+	win   *window   // the window its workers read
 	held  refCounts // the keys of the jobs in flight on its worker
 
-	ready      bool // the worker said hello
-	refill     bool // its worker died: the next one started in it is a restart
-	joined     bool // the worker came by itself: not replaced when it goes
-	stopping   bool // asked to stop: its end is expected
-	saidBye    bool // the worker said goodbye: it ends normally
-	helloBy    time.Time
-	timer      *time.Timer // wakes the scheduler at helloBy
-	timedOut   bool        // killed for not answering the handshake
-	heard      time.Time   // when its worker last said something, or was sent its first job since
-	overflowed bool        // its window (EvictStale) is overflowed
-	kill       *killing    // why the scheduler killed its worker, if it did
-	removed    bool        // the place is gone; only its figures remain
+	ready    bool // the worker said hello
+	refill   bool // its worker died: the next one started in it is a restart
+	joined   bool // the worker came by itself: not replaced when it goes
+	stopping bool // asked to stop: its end is expected
+	saidBye  bool // the worker said goodbye: it ends normally
+	helloBy  time.Time
+	timer    *time.Timer // wakes the scheduler at helloBy
+	timedOut bool        // killed for not answering the handshake
+	heard    time.Time   // when its worker last said something, or was sent its first job since
+	kill     *killing    // why the scheduler killed its worker, if it did
+	removed  bool        // the place is gone; only its figures remain
 
 	waitRound  uint64   // the dispatch round in which affinity made it wait
 	order      []uint64 // evictionOrder for orderRound
@@ -38,7 +37,7 @@ type place struct {
 	inflight   []*job           // sent to the worker, in order; the first runs
 	sent       uint64           // the jobs sent to its worker process
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
-	tasks      []task           // to send at the end of this dispatch round
+	tasks      []task           // to send at the end of this dispatch round (deliver)
 
 	jobs          int
 	served        int // jobs its current worker finished
@@ -87,14 +86,14 @@ func (pl *place) setResident(rs []residentItem) {
 	}
 }
 
-// growLocked chooses the places in which the loop starts workers (see
+// grow chooses the places in which the loop starts workers (see
 // startWorkers): the first eager at once, then one more for each job that
 // waits for a worker (Queued, after this round's dispatch) beyond the
 // workers that will take one soon (starting, or free), up to the bound of
 // the places the scheduler makes. So a pool starts no more workers than
 // it has jobs to run at once, and starts more as its graph widens. p.mu
 // is held.
-func (s *scheduler) growLocked() {
+func (s *scheduler) grow() {
 	p := s.p
 	if p.state != PoolRunning || s.fatal != nil || s.crashLoop != nil || p.failed || s.own >= s.bound {
 		return
@@ -142,7 +141,7 @@ func (s *scheduler) startWorkers(pls []*place) {
 	links := make([]link, len(pls))
 	errs := make([]error, len(pls))
 	for i, pl := range pls {
-		links[i], errs[i] = s.tr.start(pl.index, pl.win)
+		links[i], errs[i] = s.tr.start(pl.index, pl.win.pub)
 	}
 	p := s.p
 	p.mu.Lock()
@@ -176,60 +175,50 @@ func (s *scheduler) attach(pl *place, l link) {
 
 // addPlace makes a new place, reading window win: with EvictStale a window
 // of its own (nil: make one), else the pool's. p.mu is held.
-func (s *scheduler) addPlace(win publisher) (*place, error) {
-	if win == nil {
-		win = s.shared
-		if s.perWorker {
-			w, err := s.tr.newWindow()
-			if err != nil {
-				return nil, err
-			}
-			win = w
+func (s *scheduler) addPlace(win WindowPublisher) (*place, error) {
+	w := s.shared
+	if win != nil {
+		w = &window{pub: win}
+	} else if s.perWorker {
+		pub, err := s.tr.newWindow()
+		if err != nil {
+			return nil, err
 		}
+		w = &window{pub: pub}
 	}
 	s.lastIndex++
-	pl := &place{index: s.lastIndex, win: win}
-	if s.perWorker || win != s.shared {
+	pl := &place{index: s.lastIndex, win: w}
+	if w != s.shared {
 		pl.held.changed = true // publish the set for it
 	}
 	s.places = append(s.places, pl)
 	return pl, nil
 }
 
-// closeWindows closes the pool's windows, keeping their figures. p.mu is
-// held.
+// closeWindows closes the pool's windows, which keep their figures. Only
+// the scheduler's goroutine calls it, without p.mu, once the loop is over.
 func (s *scheduler) closeWindows() {
-	if s.perWorker {
-		for _, pl := range s.places {
-			pl.win = pl.win.close()
-		}
-		return
-	}
 	if s.shared != nil {
-		closed := s.shared.close()
-		for _, pl := range s.places {
-			if pl.win == s.shared {
-				pl.win = closed
-			} else {
-				pl.win = pl.win.close() // a window of its own (joined)
-			}
+		s.shared.pub.Close()
+	}
+	for _, pl := range s.places {
+		if pl.win != s.shared {
+			pl.win.pub.Close()
 		}
-		s.shared = closed
 	}
 }
 
 // windowFigures returns the publishes of the pool's windows, summed, and
-// the highest generation. p.mu is held.
+// the highest generation, as of their last publishes. p.mu is held.
 func (s *scheduler) windowFigures() (publishes, gen uint64) {
-	if !s.perWorker {
-		if s.shared == nil {
-			return 0, 0
-		}
-		return s.shared.publishes(), s.shared.gen()
+	if s.shared != nil {
+		publishes, gen = s.shared.pubs, s.shared.gen
 	}
 	for _, pl := range s.places {
-		publishes += pl.win.publishes()
-		gen = max(gen, pl.win.gen())
+		if pl.win != s.shared {
+			publishes += pl.win.pubs
+			gen = max(gen, pl.win.gen)
+		}
 	}
 	return publishes, gen
 }

@@ -49,7 +49,7 @@ func TestRunnerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer win.Close()
-			r := &runner{win: shmView{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize}
+			r := &runner{win: shmReader{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64
@@ -137,6 +137,8 @@ func (discardConn) state(s *workerState) error              { lastState = s; ret
 func (discardConn) bye(*byeInfo) error                      { return nil }
 func (discardConn) alive() error                            { return nil }
 func (discardConn) running(uint64, context.CancelCauseFunc) {}
+func (discardConn) started(uint64) error                    { return nil }
+func (discardConn) release() error                          { return nil }
 
 // lastState is the last state a discardConn was given.
 var lastState *workerState

@@ -194,15 +194,15 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 		tr, n = p.cfg.transport(p.cfg.capacity, params, msgs)
 		eager = n
 	case p.cfg.remoteOnly > 0:
-		tr, n = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 0
+		tr, n = newProcessTransport(p.cfg.capacity, params, msgs, p.cfg.output), 0
 	case n == 0:
 		// Serial mode: its one worker, a goroutine, is there from the
 		// start, jobs or not.
-		tr, n, eager = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output), 1, 1
+		tr, n, eager = newLocalTransport(p.cfg.capacity, params, msgs, p.cfg.output), 1, 1
 	case p.cfg.inProcess:
-		tr = newLocalTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
+		tr = newLocalTransport(p.cfg.capacity, params, msgs, p.cfg.output)
 	default:
-		tr = newProcessTransport(p.cfg.capacity, params, msgs).withOutput(p.cfg.output)
+		tr = newProcessTransport(p.cfg.capacity, params, msgs, p.cfg.output)
 	}
 	s := newScheduler(p, tr, msgs)
 	err := s.start(n, eager)
@@ -220,8 +220,11 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	// Schedulers were told to stop with Run's context; wait for them.
 	p.schedulers.Wait()
 	tr.close()
-	p.mu.Lock()
 	s.closeWindows()
-	p.mu.Unlock()
 	return err
 }
+
+// WindowCapacity is the number of slots of the pool's windows
+// ([WindowCapacity]): a transport that makes windows of its own for the
+// workers it admits gives them as many.
+func (p *Pool) WindowCapacity() int { return p.cfg.capacity }

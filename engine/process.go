@@ -114,7 +114,7 @@ func serveProcess(version string) int {
 	go watchParent(stop)
 	wc, params, err := acceptPipe(in, out, ctl)
 	if err == nil {
-		err = serve(ctx, wc, shmView{win}, cache, params, true, &idle)
+		err = serve(ctx, wc, shmReader{win}, cache, params, ownHeap, &idle)
 	}
 	cache.Clear()
 	if err != nil && !errors.Is(err, context.Canceled) {

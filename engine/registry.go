@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/poolrun/poolrun/cachepool"
 )
@@ -109,4 +112,29 @@ func handleKeys(items []cachepool.Handle) []uint64 {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
+}
+
+// ProtocolVersion is the version of the protocol between a pool and its
+// workers (PROTOCOL.md) that this build speaks.
+const ProtocolVersion = protoVersion
+
+// Fingerprint identifies this build as a pool's workers must match it: a
+// hash of the protocol version and the names of the registered functions,
+// in hexadecimal. A worker of another build would not find a job's
+// function, or would read its frames otherwise.
+func Fingerprint() string {
+	registry.RLock()
+	names := make([]string, 0, len(registry.funcs))
+	for name := range registry.funcs {
+		names = append(names, name)
+	}
+	registry.RUnlock()
+	slices.Sort(names)
+	h := xxhash.New()
+	fmt.Fprintf(h, "poolrun protocol %d\n", protoVersion)
+	for _, n := range names {
+		h.WriteString(n)
+		h.WriteString("\n")
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
 }

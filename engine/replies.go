@@ -6,8 +6,14 @@ import (
 	"time"
 )
 
-// handleLocked takes one message from a worker. p.mu is held.
-func (s *scheduler) handleLocked(m msg) {
+// handle takes one message from a worker. p.mu is held.
+func (s *scheduler) handle(m msg) {
+	if m.pull != nil {
+		for _, m := range m.pull() {
+			s.handle(m)
+		}
+		return
+	}
 	pl := s.byLink[m.from]
 	if pl == nil {
 		if m.hello == nil {
@@ -26,13 +32,18 @@ func (s *scheduler) handleLocked(m msg) {
 		pl.joined = true
 		s.attach(pl, m.from)
 	}
-	pl.heard = time.Now()
+	now := time.Now()
+	pl.heard = now
 	switch {
 	case m.hello != nil:
 		s.hello(pl, m.hello)
-	case m.replies != nil:
-		for _, rep := range m.replies {
-			s.doneLocked(pl, rep)
+	case m.notes != nil:
+		for _, n := range m.notes {
+			if n.done != nil {
+				s.done(pl, n.done)
+			} else {
+				s.started(pl, n.started, now)
+			}
 		}
 	case m.state != nil && pl.saidBye:
 		// Older than the goodbye's statistics: nothing to take.
@@ -46,11 +57,28 @@ func (s *scheduler) handleLocked(m msg) {
 		pl.resident = nil
 		pl.saidBye = true
 	case m.died != nil:
-		s.diedLocked(pl, m.died, m.lastWords)
+		s.died(pl, m.died, m.lastWords)
 	}
 }
 
-func (s *scheduler) doneLocked(pl *place, rep *reply) {
+// started records that job id began on the worker of pl at now (as the
+// pool heard). p.mu is held.
+func (s *scheduler) started(pl *place, id uint64, now time.Time) {
+	p := s.p
+	if id == 0 || id > uint64(len(p.jobs)) {
+		return
+	}
+	j := p.jobs[id-1]
+	if j.Status() != Running || j.worker != pl.index || !j.began.IsZero() {
+		return
+	}
+	j.began = now
+	p.emit(Event{Kind: JobStarted, JobID: j.id, Func: j.fn.name, Labels: j.labels, Worker: pl.index, Attempt: j.tries})
+}
+
+// done takes the reply to a job that the worker of pl ran, or handed
+// back. p.mu is held.
+func (s *scheduler) done(pl *place, rep *reply) {
 	p := s.p
 	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
 		return
@@ -65,7 +93,7 @@ func (s *scheduler) doneLocked(pl *place, rep *reply) {
 	}
 	j.revoking = false
 	if rep.outcome == outcomeRevoked {
-		s.revokedLocked(pl, j)
+		s.revoked(pl, j)
 		return
 	}
 	if rep.outcome == outcomeLeft {
@@ -199,11 +227,14 @@ func (s *scheduler) shutdown(err error) {
 		select {
 		case m := <-s.msgs:
 			p.mu.Lock()
-			if pl := s.byLink[m.from]; m.died != nil && pl != nil {
-				live--
-			}
-			s.handleLocked(m)
+			s.handle(m)
 			s.account(time.Now())
+			live = 0
+			for _, pl := range s.places {
+				if pl.l != nil {
+					live++
+				}
+			}
 			p.mu.Unlock()
 		case <-deadline.C:
 			p.mu.Lock()

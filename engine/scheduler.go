@@ -12,7 +12,7 @@ import (
 
 // crashLoopLimit is how many workers in a row may die without having run
 // a job (before the handshake, or after it while they had no job; see
-// diedLocked) before the pool starts no more workers: a program that never
+// died) before the pool starts no more workers: a program that never
 // calls Init, or whose start-up fails, then makes Run fail within seconds
 // instead of starting workers forever. A worker that dies under a job does
 // not count: that death is the job's (Aborted, or retried), and the jobs
@@ -34,7 +34,7 @@ const crashLoopLimit = 5
 // worker that has nothing to do while jobs that need no cache item wait
 // behind others' takes one of them back: the parent revokes the last such
 // job waiting at the busiest worker, which hands it back unless it has
-// started it (rebalanceLocked), so that such a job does not wait behind a
+// started it (rebalance), so that such a job does not wait behind a
 // job that turned out long.
 const (
 	fastJob        = 200 * time.Microsecond
@@ -55,22 +55,26 @@ type scheduler struct {
 	// otherwise every place reads shared, which lists the keys of every
 	// unfinished job.
 	perWorker bool
-	shared    publisher
+	shared    *window
+	// This round's publications and the places with tasks to send, for
+	// deliver; overs are the publications' overflows.
+	pubs    []publication
+	sending []*place
+	overs   []bool
 
 	places    []*place
 	byLink    map[link]*place
 	lastIndex int
 
-	fnTime  map[*funcEntry]time.Duration // average run time, per function
-	fatal   error
-	publish []uint64
-	cands   []*readyGroup
-	round   uint64 // numbers the dispatch rounds
+	fnTime map[*funcEntry]time.Duration // average run time, per function
+	fatal  error
+	cands  []*readyGroup
+	round  uint64 // numbers the dispatch rounds
 
 	// bound is how many places the scheduler may make for workers it
 	// starts (Workers, InProcess), own how many it made, eager how many
 	// of those it makes at once (the serial worker); it makes the others
-	// as jobs wait for a worker (growLocked). starts are the places whose
+	// as jobs wait for a worker (grow). starts are the places whose
 	// worker the loop starts once it has let go of p.mu: new places, and
 	// those whose worker died.
 	bound, own, eager int
@@ -83,8 +87,6 @@ type scheduler struct {
 	crashLoop                error
 	// lastAwake is when the loop last checked the running jobs.
 	lastAwake time.Time
-	// sharedOver: the shared window is overflowed.
-	sharedOver bool
 
 	// Memory over time, from the workers' reports: since acctAt the
 	// workers' caches held cacheSum bytes, staleBytes of them in items no
@@ -124,9 +126,10 @@ func newScheduler(p *Pool, tr transport, msgs chan msg) *scheduler {
 		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}}
 }
 
-// start publishes the first required set and starts the schedulers given
-// before Run. The loop starts the workers: eager of them at once, and the
-// others, up to n in all, as jobs wait for them (growLocked).
+// start makes the pool's window and starts the schedulers given before
+// Run. The loop publishes the first required set and starts the workers:
+// eager of them at once, and the others, up to n in all, as jobs wait for
+// them (grow).
 func (s *scheduler) start(n, eager int) error {
 	p := s.p
 	p.mu.Lock()
@@ -138,9 +141,8 @@ func (s *scheduler) start(n, eager int) error {
 		if err != nil {
 			return err
 		}
-		s.shared = w
+		s.shared = &window{pub: w}
 	}
-	s.publishLocked()
 	p.setState(PoolRunning)
 	for _, fn := range p.pendGo {
 		p.startGo(fn)
@@ -149,8 +151,29 @@ func (s *scheduler) start(n, eager int) error {
 	return nil
 }
 
-// publishLocked publishes the windows whose sets changed. p.mu is held.
-func (s *scheduler) publishLocked() {
+// A window is one the scheduler publishes, with what it knows of it: the
+// figures of its last publish (for Stats, which never asks a window
+// itself), and whether it overflowed.
+type window struct {
+	pub       WindowPublisher
+	gen, pubs uint64
+	over      bool
+	keys      []uint64 // the set to publish this round (publication)
+}
+
+// A publication is a set to publish in a window, chosen under p.mu and
+// published after it is released (deliver). place is the window's place
+// with EvictStale and for a worker that joined with a window of its own;
+// 0 for the pool's shared window.
+type publication struct {
+	w     *window
+	keys  []uint64
+	place int
+}
+
+// collect chooses the windows whose sets changed and the sets to publish
+// in them. p.mu is held.
+func (s *scheduler) collect() {
 	p := s.p
 	if !s.perWorker {
 		// The pool-wide set, listed once: in the shared window, and in
@@ -159,18 +182,18 @@ func (s *scheduler) publishLocked() {
 		listed := false
 		keys := func() []uint64 {
 			if !listed {
-				s.publish, listed = appendKeys(s.publish[:0], p.refs.n), true
+				s.shared.keys, listed = appendKeys(s.shared.keys[:0], p.refs.n), true
 			}
-			return s.publish
+			return s.shared.keys
 		}
-		if p.refs.changed && s.shared != nil {
-			s.overflow(&s.sharedOver, s.shared.publish(keys()), 0, len(s.publish))
+		if p.refs.changed {
+			s.pubs = append(s.pubs, publication{w: s.shared, keys: keys()})
 		}
 		for _, pl := range s.places {
 			if pl.removed || pl.win == s.shared || !(p.refs.changed || pl.held.changed) {
 				continue
 			}
-			s.overflow(&pl.overflowed, pl.win.publish(keys()), pl.index, len(s.publish))
+			s.pubs = append(s.pubs, publication{w: pl.win, keys: keys(), place: pl.index})
 			pl.held.changed = false
 		}
 		p.refs.changed = false
@@ -181,25 +204,63 @@ func (s *scheduler) publishLocked() {
 		if pl.removed || !(all || pl.held.changed) {
 			continue
 		}
-		s.publish = appendKeys(s.publish[:0], p.unsent.n)
+		w := pl.win
+		w.keys = appendKeys(w.keys[:0], p.unsent.n)
 		for k := range pl.held.n {
 			if !p.unsent.has(k) {
-				s.publish = append(s.publish, k)
+				w.keys = append(w.keys, k)
 			}
 		}
-		s.overflow(&pl.overflowed, pl.win.publish(s.publish), pl.index, len(s.publish))
+		s.pubs = append(s.pubs, publication{w: w, keys: w.keys, place: pl.index})
 		pl.held.changed = false
 	}
 	p.unsent.changed = false
 }
 
-// overflow reports a window's going over its capacity, or fitting again:
-// *was is whether it was over, and becomes over. p.mu is held.
-func (s *scheduler) overflow(was *bool, over bool, worker, items int) {
-	if over == *was {
+// deliver publishes the sets collect chose, then sends the round's jobs,
+// stamped with their windows' generations: a worker that sees any
+// generation from then on keeps what its jobs need. It runs without p.mu,
+// so that a window that takes its time to publish (across a network)
+// holds up neither Queue, Stats nor Cancel; only the scheduler's goroutine
+// touches the windows, the round's tasks and the places' links.
+func (s *scheduler) deliver() {
+	over := s.overs[:0]
+	for _, pb := range s.pubs {
+		over = append(over, pb.w.pub.Publish(pb.keys))
+	}
+	s.overs = over
+	for _, pl := range s.sending {
+		gen := pl.win.pub.Gen()
+		for i := range pl.tasks {
+			pl.tasks[i].gen = gen
+		}
+		pl.l.send(pl.tasks)
+		clear(pl.tasks)
+		pl.tasks = pl.tasks[:0]
+	}
+	clear(s.sending)
+	s.sending = s.sending[:0]
+	if len(s.pubs) == 0 {
 		return
 	}
-	*was = over
+	p := s.p
+	p.mu.Lock()
+	for i, pb := range s.pubs {
+		pb.w.gen, pb.w.pubs = pb.w.pub.Gen(), pb.w.pub.Publishes()
+		s.overflow(pb.w, over[i], pb.place, len(pb.keys))
+	}
+	p.mu.Unlock()
+	clear(s.pubs)
+	s.pubs = s.pubs[:0]
+}
+
+// overflow reports a window's going over its capacity, or fitting again.
+// p.mu is held.
+func (s *scheduler) overflow(w *window, over bool, worker, items int) {
+	if over == w.over {
+		return
+	}
+	w.over = over
 	kind := WindowFits
 	if over {
 		kind = WindowOverflow
@@ -235,7 +296,7 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		now := time.Now()
 		s.checkHandshakes(now)
 		s.checkRunning(now)
-		s.checkWorkersLocked(now)
+		s.checkWorkers(now)
 		if s.fatal != nil {
 			p.mu.Unlock()
 			return s.fatal
@@ -247,13 +308,13 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 			p.mu.Unlock()
 			return nil
 		}
-		s.publishLocked()
-		s.dispatchLocked()
-		s.growLocked()
-		if len(s.starts) > 0 {
-			starts := s.starts
+		s.dispatch()
+		s.grow()
+		s.collect()
+		if starts := s.starts; len(starts) > 0 {
 			s.starts = nil
 			p.mu.Unlock()
+			s.deliver()
 			s.startWorkers(starts)
 			continue // their places may take jobs, or need windows published
 		}
@@ -268,16 +329,17 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 			checkAt = at
 		}
 		p.mu.Unlock()
+		s.deliver()
 
 		select {
 		case m := <-s.msgs:
 			p.mu.Lock()
-			s.handleLocked(m)
+			s.handle(m)
 			// Take whatever else has arrived before dispatching again.
 			for more := true; more; {
 				select {
 				case m := <-s.msgs:
-					s.handleLocked(m)
+					s.handle(m)
 				default:
 					more = false
 				}

@@ -56,6 +56,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 			defer stop()
 		}
 		wc.running(t.id, cancel)
+		wc.started(t.id) // a broken pipe shows at the reply
 		r.busy.Store(true)
 		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
 		r.busy.Store(false)
@@ -95,6 +96,17 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	r.report(rep)
 	return rep
 }
+
+// heapKind says whose heap a worker's items live in.
+type heapKind int
+
+const (
+	// sharedHeap: the worker is a goroutine of the pool's process.
+	sharedHeap heapKind = iota
+	// ownHeap: the worker has its process to itself, and hands the memory
+	// its evictions free back to the system (see freeThreshold).
+	ownHeap
+)
 
 // errParentCancelled is the cause of a job's context that the parent
 // cancelled.
@@ -151,8 +163,9 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 //
 // idle is set while serve waits for the parent with nothing to do, so that
 // a signal handler may end the process at once.
-func serve(ctx context.Context, wc workerConn, win windowView, cache *cachepool.Cache, params workerParams, process bool, idle *atomic.Bool) error {
-	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: process}
+func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
+	defer wc.release()
+	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
 	if params.budget > 0 {
 		cache.SetBeforeBuild(r.beforeBuild)
 		defer cache.SetBeforeBuild(nil)

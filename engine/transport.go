@@ -9,21 +9,26 @@ import (
 
 // The seam between the scheduler and the workers. The scheduler knows a
 // worker only as a link that takes typed messages, and hears from it only
-// through msgs on one channel; how the messages travel (frames over pipes
-// to a process, or to a goroutine in serial mode, in pipes.go and pipelink.go) is the
-// transport's business. A transport that reaches workers elsewhere
-// implements the same three types and nothing in the scheduler changes.
+// through msgs on one channel. Three links implement it, none a mode of
+// another: a worker process over OS pipes (processLink, link_process.go),
+// a worker the pool did not start, over byte streams its transport
+// carries (streamLink, link_stream.go: Admit and Serve, which package
+// cluster uses), and a goroutine of this process that takes typed tasks
+// and gives typed replies over channels (localLink, link_local.go: serial
+// mode and InProcess). The first two speak the frames of wire.go
+// (framelink.go); the third encodes no message, only the jobs' values
+// (codec.go), as the others do.
 
 // A transport starts workers and carries their messages. Each worker it
 // starts or admits reports, in order on the transport's channel, its hello,
-// then done and bye messages, and at last died: nothing follows died.
+// then its notes, states and bye, and at last died: nothing follows died.
 type transport interface {
 	// start starts a worker for place index, reading window win (made by
-	// the transport's window maker). The worker says hello when it is
+	// the transport's newWindow). The worker says hello when it is
 	// ready; a transport whose workers join on their own may refuse.
-	start(index int, win publisher) (link, error)
+	start(index int, win WindowPublisher) (link, error)
 	// newWindow makes a window the transport's workers can read.
-	newWindow() (publisher, error)
+	newWindow() (WindowPublisher, error)
 	// close releases what the transport holds; every worker has gone.
 	close()
 }
@@ -55,15 +60,18 @@ type link interface {
 }
 
 // A msg is one thing a worker said, or its end. Exactly one of hello,
-// replies, state, bye and died is set.
+// notes, state, bye, alive, died and pull is set.
 type msg struct {
-	from    link
-	hello   *hello
-	replies []*reply     // finished jobs, in the order they finished
-	state   *workerState // what an idle worker evicted
-	bye     *byeInfo
-	alive   bool  // a busy worker lives
-	died    error // the worker is gone, and why
+	from  link
+	hello *hello
+	notes []note       // jobs started and finished, in the worker's order
+	state *workerState // what an idle worker evicted
+	bye   *byeInfo
+	alive bool  // a busy worker lives
+	died  error // the worker is gone, and why
+	// pull, from a local link, takes what its worker said since its last
+	// pull, which the scheduler handles in order.
+	pull func() []msg
 	// lastWords are, with died, the last lines the worker wrote to its
 	// stderr, where the transport knows them.
 	lastWords string
@@ -109,7 +117,15 @@ type byeInfo struct {
 type hello struct {
 	pid  int
 	host string // of a worker that joined from elsewhere (RemoteWorker.Host)
-	win  publisher
+	win  WindowPublisher
+}
+
+// A note says that a job began on its worker (started, its id) or ended
+// (done): a worker that takes its jobs one after the other says that the
+// next began in the same breath as it reports the last.
+type note struct {
+	started uint64
+	done    *reply
 }
 
 // task is one job as a worker sees it.
@@ -184,11 +200,16 @@ type workerConn interface {
 	// running says which task runs now (0: none), and cancel cancels it:
 	// a cancel for that task from the parent calls cancel.
 	running(id uint64, cancel context.CancelCauseFunc)
+	// started tells the parent that job id begins now.
+	started(id uint64) error
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
-	// done reports a finished job.
+	// done reports a finished job. The report may be held back until
+	// the next started, next's wait for the parent, or release.
 	done(r *reply) error
+	// release sends what is held back.
+	release() error
 	// state reports what the worker evicted while idle; it may be called
 	// from another goroutine than the others.
 	state(s *workerState) error

@@ -14,34 +14,30 @@ var joinSquare = Register("engine.join.square", func(ctx context.Context, x int)
 })
 
 // joinTransport starts no worker: its workers join by themselves, as a
-// transport across hosts would have them. Each is serial mode's serve
-// loop over pipes, in a goroutine, whose link the scheduler first hears of
-// by its hello.
+// transport across hosts would have them. Each is a local worker whose
+// link the scheduler first hears of by its hello.
 type joinTransport struct {
-	pt    *pipeTransport
+	lt    *localTransport
 	mu    sync.Mutex
 	links []link
 }
 
-func (t *joinTransport) start(int, publisher) (link, error) {
+func (t *joinTransport) start(int, WindowPublisher) (link, error) {
 	return nil, errors.New("workers join by themselves")
 }
 
-func (t *joinTransport) newWindow() (publisher, error) { return t.pt.newWindow() }
+func (t *joinTransport) newWindow() (WindowPublisher, error) { return t.lt.newWindow() }
 
-func (t *joinTransport) close() { t.pt.close() }
+func (t *joinTransport) close() { t.lt.close() }
 
 // join starts a worker that the scheduler first hears of by its hello,
 // which brings the window it reads.
 func (t *joinTransport) join() link {
-	win, err := t.pt.newWindow()
+	win, err := t.lt.newWindow()
 	if err != nil {
 		panic(err)
 	}
-	l, err := t.pt.startLocalJoin(0, win, true)
-	if err != nil {
-		panic(err)
-	}
+	l := t.lt.serve(0, t.lt.windows.of(win), win)
 	t.mu.Lock()
 	t.links = append(t.links, l)
 	t.mu.Unlock()
@@ -56,7 +52,7 @@ func TestWorkersJoinAndLeave(t *testing.T) {
 	var tr *joinTransport
 	p := New()
 	p.cfg.transport = func(capacity int, params workerParams, out chan<- msg) (transport, int) {
-		tr = &joinTransport{pt: newLocalTransport(capacity, params, out)}
+		tr = &joinTransport{lt: newLocalTransport(capacity, params, out, workerOutput{})}
 		return tr, 0
 	}
 	var jobs []*Job[int]

@@ -12,7 +12,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 8
+	protoVersion = 9
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -23,7 +23,7 @@ const (
 )
 
 // Frame kinds. Parent to worker: hello, job, stop, cancel, revoke. Worker
-// to parent: hello, done, state, bye, alive.
+// to parent: hello, started, done, state, bye, alive.
 const (
 	frameHello byte = 1 + iota
 	frameJob
@@ -34,6 +34,7 @@ const (
 	frameCancel
 	frameAlive
 	frameRevoke
+	frameStarted
 )
 
 // enc appends the fields of a frame to a buffer.
@@ -135,6 +136,13 @@ func (e *enc) revoke(id, seq uint64) {
 	at := e.begin(frameRevoke)
 	e.uint(id)
 	e.uint(seq)
+	e.end(at)
+}
+
+// started tells the parent that job id begins.
+func (e *enc) started(id uint64) {
+	at := e.begin(frameStarted)
+	e.uint(id)
 	e.end(at)
 }
 

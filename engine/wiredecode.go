@@ -203,6 +203,11 @@ func (d *dec) cancel() (uint64, error) {
 	return id, d.err
 }
 
+func (d *dec) started() (uint64, error) {
+	id := d.uint()
+	return id, d.err
+}
+
 func (d *dec) revoke() (id, seq uint64, err error) {
 	id = d.uint()
 	seq = d.uint()
@@ -242,14 +247,7 @@ type frameReader struct {
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	size := 64 << 10 // few system calls on an OS pipe
-	if _, ok := r.(*memPipeReader); ok {
-		// A read from memory costs a copy: a small buffer does as well,
-		// and an in-process worker has three such readers, each of
-		// which would otherwise hold the OS pipe's size.
-		size = 4 << 10
-	}
-	return &frameReader{r: bufio.NewReaderSize(r, size)}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)} // few system calls on an OS pipe
 }
 
 // next returns the next frame's kind and payload; the payload is valid until

@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
@@ -11,11 +10,20 @@ import (
 var noop = engine.Register("test.noop", func(ctx context.Context, x int) (int, error) { return x, nil })
 
 // BenchmarkNoopJobs runs b.N no-op jobs through a pool and reports jobs/s,
-// the pool's start and stop included.
+// the pool's start and stop included: serially, on 1 and 2 worker
+// processes, and on 2 workers in this process (InProcess).
 func BenchmarkNoopJobs(b *testing.B) {
-	for _, w := range []int{0, 1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			p := engine.New(engine.Workers(w))
+	for _, c := range []struct {
+		name string
+		opt  engine.Option
+	}{
+		{"serial", engine.Workers(0)},
+		{"workers=1", engine.Workers(1)},
+		{"workers=2", engine.Workers(2)},
+		{"inprocess=2", engine.InProcess(2)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := engine.New(c.opt)
 			for i := range b.N {
 				engine.Queue(p, noop, i)
 			}

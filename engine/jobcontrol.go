@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"sync"
+)
+
+// jobControl is a worker's record of the parent's cancels and revokes,
+// which come while a job may run (on the control pipe, or from a local
+// link's methods). A cancel reaches the job it is for while it runs, or
+// marks it if it has not started. The worker counts the tasks it takes;
+// a revoke names a task by its place in that count: one not taken yet is
+// handed back at once and skipped when it is taken, one taken already
+// runs on, and its reply says how it ended.
+type jobControl struct {
+	mu        sync.Mutex
+	runID     uint64                  // the task that runs, or 0
+	runCancel context.CancelCauseFunc // cancels its context
+	early     map[uint64]bool         // cancels of tasks not started
+	taken     uint64                  // the tasks taken
+	revoked   map[uint64]bool         // tasks to skip, by place
+}
+
+// cancel cancels task id's context if it runs, or marks it cancelled.
+func (c *jobControl) cancel(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runID == id && c.runCancel != nil {
+		c.runCancel(errParentCancelled)
+		return
+	}
+	if c.early == nil {
+		c.early = map[uint64]bool{}
+	}
+	c.early[id] = true
+}
+
+// revoke records a revoke of the seq-th task and reports whether it is
+// handed back: it has not been taken.
+func (c *jobControl) revoke(seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq <= c.taken {
+		return false
+	}
+	if c.revoked == nil {
+		c.revoked = map[uint64]bool{}
+	}
+	c.revoked[seq] = true
+	return true
+}
+
+// take counts a task taken and reports whether it was handed back.
+func (c *jobControl) take() (skip bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.taken++
+	if c.revoked[c.taken] {
+		delete(c.revoked, c.taken)
+		return true
+	}
+	return false
+}
+
+// cancelledEarly reports, and forgets, a cancel of task id that came
+// before the task started.
+func (c *jobControl) cancelledEarly(id uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.early[id] {
+		delete(c.early, id)
+		return true
+	}
+	return false
+}
+
+// running records the task that runs (0: none) and its cancel.
+func (c *jobControl) running(id uint64, cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	c.runID, c.runCancel = id, cancel
+	c.mu.Unlock()
+	if id != 0 && c.cancelledEarly(id) {
+		cancel(errParentCancelled) // came between the task's taking and now
+	}
+}

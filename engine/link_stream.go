@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The stream link: a worker the pool did not start, reached through byte
+// streams that its transport carries (package cluster: NATS subjects), and
+// reading a window of that transport's making. The frames are those of a
+// worker process (wire.go); the worker serves them with [Serve].
+
+// A RemoteWorker is a worker the pool did not start, as its transport
+// hands it to [Pool.Admit]: the streams of the pipe protocol, and the
+// window it reads.
+type RemoteWorker struct {
+	Jobs    io.WriteCloser // frames to the worker
+	Control io.WriteCloser // cancels and revokes to the worker
+	Replies io.ReadCloser  // frames from the worker
+	Window  WindowPublisher
+	// Host is the name of the worker's host, as the worker said it, for
+	// the pool's figures ([WorkerStats.Host]); "" is unknown.
+	Host string
+}
+
+// Admit adds w to the running pool: the pool sends it the handshake, and
+// once the worker answers it has a place of its own and gets jobs like any
+// other. When its streams end, its running job is Aborted (or run again,
+// see [Retries]) and its place is removed; it is not replaced. Admit fails
+// when the pool is not running.
+func (p *Pool) Admit(w RemoteWorker) error {
+	if w.Jobs == nil || w.Control == nil || w.Replies == nil || w.Window == nil {
+		return errors.New("engine: Admit: a remote worker needs its three streams and its window")
+	}
+	p.mu.Lock()
+	s, running := p.sched, p.state == PoolRunning
+	p.mu.Unlock()
+	if s == nil || !running {
+		return errors.New("engine: Admit: the pool is not running")
+	}
+	newStreamLink(w, p.cfg.workerParams(), s.msgs)
+	return nil
+}
+
+// streamLink is the scheduler's link to a worker over streams. It cannot
+// kill its worker, only leave it: when its streams close, the worker sees
+// them end and goes.
+type streamLink struct {
+	frameLink
+}
+
+// newStreamLink starts the conversation with w: the handshake, then what
+// the worker says goes to out, with w's host and window in its hello.
+func newStreamLink(w RemoteWorker, params workerParams, out chan<- msg) *streamLink {
+	l := &streamLink{}
+	l.init(l, w.Jobs, w.Control, w.Replies, params)
+	l.begin(0)
+	go func() {
+		err := l.read(out, hello{host: w.Host, win: w.Window})
+		l.close()
+		l.r.Close()
+		why := errors.New("its connection ended")
+		if err != nil && err != io.EOF {
+			why = fmt.Errorf("its connection ended: %w", err)
+		}
+		out <- msg{from: l, died: why}
+	}()
+	return l
+}
+
+func (l *streamLink) pid() int { return 0 }
+
+// terminate closes the streams, at once or after grace: the worker sees
+// them end and goes; the link reports it gone when the replies end.
+func (l *streamLink) terminate(grace time.Duration) {
+	leave := func() {
+		l.close()
+		l.r.Close()
+	}
+	if grace <= 0 {
+		leave()
+	} else {
+		time.AfterFunc(grace, leave)
+	}
+}
