@@ -158,17 +158,7 @@ func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 	if len(pl.inflight) >= maxInFlight {
 		return false, false
 	}
-	var queued time.Duration
-	fast := true
-	for _, j := range pl.inflight {
-		t, ok := s.fnTime[j.fn]
-		if !ok || t >= fastJob {
-			fast = false
-			break
-		}
-		queued += t
-	}
-	if fast && queued < inFlightBudget {
+	if fast, queued := s.load(pl); fast && queued < inFlightBudget {
 		return true, false
 	}
 	if len(pl.inflight) == 1 {
@@ -178,6 +168,24 @@ func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 		}
 	}
 	return false, false
+}
+
+// load reports whether every job in flight at pl is of a function whose
+// jobs take less than fastJob on average, and their summed average times:
+// worked out once a dispatch round for a place, then as jobs are added.
+func (s *scheduler) load(pl *place) (fast bool, queued time.Duration) {
+	if pl.load.round != s.round || pl.load.n > len(pl.inflight) {
+		pl.load.round, pl.load.n, pl.load.fast, pl.load.queued = s.round, 0, true, 0
+	}
+	for _, j := range pl.inflight[pl.load.n:] {
+		t, ok := s.fnTime[j.fn]
+		if !ok || t >= fastJob {
+			pl.load.fast = false
+		}
+		pl.load.queued += t
+	}
+	pl.load.n = len(pl.inflight)
+	return pl.load.fast, pl.load.queued
 }
 
 // buildsAt reports whether j needs an item that pl's worker did not hold

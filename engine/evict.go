@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -52,6 +53,14 @@ type runner struct {
 	budgetEvicted atomic.Int64
 	// busy is set while a job's function runs (for the heartbeat).
 	busy atomic.Bool
+	// base is the parent of the jobs' contexts; jobCancel cancels the
+	// running job's.
+	base      context.Context
+	jobMu     sync.Mutex
+	jobCancel context.CancelCauseFunc
+	// fn is the function of the last task, named fnName.
+	fn     *funcEntry
+	fnName string
 
 	// returnMemory: hand freed memory back to the system (worker
 	// processes; not serial mode, which shares the parent's heap). freed

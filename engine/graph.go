@@ -117,6 +117,9 @@ func (p *Pool) setStatus(j *job, s Status) {
 	p.counts[old]--
 	p.counts[s]++
 	j.status.Store(int32(s))
+	if p.cfg.listener == nil {
+		return // no Event to build
+	}
 	// j.err is set once the job is done, and for a moment when it goes
 	// back to the queue to be retried.
 	p.emit(Event{Kind: JobStatus, JobID: j.id, Func: j.fn.name, Labels: j.labels, Old: old, New: s, Worker: j.worker, Err: j.err, Attempt: j.tries})

@@ -130,6 +130,26 @@ func (l *localLink) add(m msg) (kick bool) {
 	return kick
 }
 
+// note puts n in the outbox, with the notes just before it, and kicks
+// the scheduler if the outbox was empty.
+func (l *localLink) note(n note) {
+	l.mu.Lock()
+	if l.gone {
+		l.mu.Unlock()
+		return
+	}
+	kick := len(l.outbox) == 0
+	if k := len(l.outbox); k > 0 && l.outbox[k-1].notes != nil {
+		l.outbox[k-1].notes = append(l.outbox[k-1].notes, n)
+	} else {
+		l.outbox = append(l.outbox, msg{from: l, notes: append(make([]note, 0, 8), n)})
+	}
+	l.mu.Unlock()
+	if kick {
+		l.out <- l.kick
+	}
+}
+
 // say puts m in the outbox, and kicks the scheduler if it must. Never from
 // the scheduler's goroutine, which could wait for itself.
 func (l *localLink) say(m msg) {
@@ -247,12 +267,12 @@ func (w localWorker) running(id uint64, cancel context.CancelCauseFunc) {
 }
 
 func (w localWorker) started(id uint64) error {
-	w.l.say(msg{from: w.l, notes: []note{{started: id}}})
+	w.l.note(note{started: id})
 	return nil
 }
 
 func (w localWorker) done(r *reply) error {
-	w.l.say(msg{from: w.l, notes: []note{{done: r}}})
+	w.l.note(note{done: r})
 	return nil
 }
 

@@ -38,6 +38,14 @@ type place struct {
 	sent       uint64           // the jobs sent to its worker process
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
 	tasks      []task           // to send at the end of this dispatch round (deliver)
+	// load is what scheduler.load worked out for the first n jobs in
+	// flight, in dispatch round round.
+	load struct {
+		round  uint64
+		n      int
+		fast   bool
+		queued time.Duration
+	}
 
 	jobs          int
 	served        int // jobs its current worker finished

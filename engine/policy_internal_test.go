@@ -49,7 +49,7 @@ func TestRunnerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer win.Close()
-			r := &runner{win: shmReader{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize}
+			r := &runner{win: shmReader{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize, base: context.Background()}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64

@@ -73,6 +73,9 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 		return
 	}
 	j.began = now
+	if p.cfg.listener == nil {
+		return
+	}
 	p.emit(Event{Kind: JobStarted, JobID: j.id, Func: j.fn.name, Labels: j.labels, Worker: pl.index, Attempt: j.tries})
 }
 

@@ -38,7 +38,10 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		r.windowWarned = true
 		fmt.Fprintf(os.Stderr, "poolrun worker (pid %d): reading the window: %v; keeping every cached item while it cannot be read (said once)\n", os.Getpid(), err)
 	}
-	fn := lookupFunc(t.fn)
+	if t.fn != r.fnName {
+		r.fn, r.fnName = lookupFunc(t.fn), t.fn
+	}
+	fn := r.fn
 	switch {
 	case t.cancelled:
 		rep.outcome = outcomeCancelled
@@ -47,9 +50,13 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		rep.outcome = outcomeError
 		rep.payload = []byte(fmt.Sprintf("function %q is not registered in the worker process (register it in a package-level var, and call engine.Init first in main)", t.fn))
 	default:
-		// The job's context ends with the worker's, at the job's timeout,
-		// or when the parent cancels the job.
-		jctx, cancel := context.WithCancelCause(ctx)
+		// The job's context ends with the worker's (see serve), at the
+		// job's timeout, or when the parent cancels the job.
+		jctx, cancel := context.WithCancelCause(r.base)
+		r.setJobCancel(cancel)
+		if ctx.Err() != nil {
+			cancel(context.Cause(ctx))
+		}
 		if t.timeout > 0 {
 			var stop context.CancelFunc
 			jctx, stop = context.WithTimeout(jctx, t.timeout)
@@ -61,6 +68,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
 		r.busy.Store(false)
 		wc.running(0, nil)
+		r.setJobCancel(nil)
 		switch {
 		case t.timeout > 0 && errors.Is(jctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 			rep.outcome = outcomeTimedOut
@@ -107,6 +115,14 @@ const (
 	// its evictions free back to the system (see freeThreshold).
 	ownHeap
 )
+
+// setJobCancel records the cancel of the running job's context (nil:
+// none), which the end of the worker's context calls.
+func (r *runner) setJobCancel(cancel context.CancelCauseFunc) {
+	r.jobMu.Lock()
+	r.jobCancel = cancel
+	r.jobMu.Unlock()
+}
 
 // errParentCancelled is the cause of a job's context that the parent
 // cancelled.
@@ -166,6 +182,17 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
 	defer wc.release()
 	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
+	// A job's context carries the worker's values, and is cancelled
+	// when the worker's context ends; it is not the worker's context's
+	// child, which would cost each job a registration in it.
+	r.base = context.WithoutCancel(ctx)
+	defer context.AfterFunc(ctx, func() {
+		r.jobMu.Lock()
+		defer r.jobMu.Unlock()
+		if r.jobCancel != nil {
+			r.jobCancel(context.Cause(ctx))
+		}
+	})()
 	if params.budget > 0 {
 		cache.SetBeforeBuild(r.beforeBuild)
 		defer cache.SetBeforeBuild(nil)
