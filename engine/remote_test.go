@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,4 +151,86 @@ func TestRemoteOnly(t *testing.T) {
 		t.Errorf("the job is %v", j.Status())
 	}
 	t.Logf("without workers: %v after %v; the job is %v", err, time.Since(start).Round(time.Millisecond), j.Status())
+}
+
+// slowPublisher is a window whose first publish takes until release is
+// closed (or ten seconds), as a publish across a slow network would.
+type slowPublisher struct {
+	shmPublisher
+	entered, release chan struct{}
+	busy             atomic.Bool // within the first publish
+	calls            atomic.Int32
+}
+
+func (p *slowPublisher) Publish(keys []uint64) bool {
+	if p.calls.Add(1) == 1 {
+		p.busy.Store(true)
+		close(p.entered)
+		select {
+		case <-p.release:
+		case <-time.After(10 * time.Second):
+		}
+		p.busy.Store(false)
+	}
+	return p.shmPublisher.Publish(keys)
+}
+
+// TestPublishOffTheLock: while a window's publish is under way (one that
+// would take ten seconds), Queue, Stats and Job.Cancel return before it
+// ends: the pool publishes without holding its lock.
+func TestPublishOffTheLock(t *testing.T) {
+	win, err := shm.Create(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsR, jobsW := io.Pipe()
+	repR, repW := io.Pipe()
+	ctlR, ctlW := io.Pipe()
+	go func() {
+		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		repW.Close()
+	}()
+	pub := &slowPublisher{shmPublisher: shmPublisher{win}, entered: make(chan struct{}), release: make(chan struct{})}
+	p := engine.New(engine.RemoteOnly(time.Minute), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+		if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: pub}); err != nil {
+			t.Error(err)
+		}
+	}))
+	first := engine.Queue(p, remoteSquare, 2)
+	var later *engine.Job[int]
+	var took [3]time.Duration
+	var during [3]bool // each call returned while the publish was under way
+	p.Go(func(ctx context.Context) error {
+		defer close(pub.release)
+		select {
+		case <-pub.entered:
+		case <-time.After(time.Minute):
+			return errors.New("the admitted worker's window was never published")
+		}
+		t0 := time.Now()
+		later = engine.Queue(p, remoteSquare, 3)
+		took[0], during[0] = time.Since(t0), pub.busy.Load()
+		t0 = time.Now()
+		p.Stats()
+		took[1], during[1] = time.Since(t0), pub.busy.Load()
+		t0 = time.Now()
+		err := later.Cancel("not needed")
+		took[2], during[2] = time.Since(t0), pub.busy.Load()
+		return err
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := first.Result(); err != nil || v != 4 {
+		t.Errorf("first job: %d, %v", v, err)
+	}
+	if later.Status() != engine.Cancelled {
+		t.Errorf("the job cancelled during the publish is %v", later.Status())
+	}
+	for i, name := range []string{"Queue", "Stats", "Job.Cancel"} {
+		if !during[i] {
+			t.Errorf("%s returned after %v, once the publish had ended: it waited for it", name, took[i])
+		}
+	}
+	t.Logf("during a publish: Queue %v, Stats %v, Job.Cancel %v", took[0], took[1], took[2])
 }
