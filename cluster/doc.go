@@ -115,8 +115,9 @@
 //
 //   - The window's fan-out. Every worker has its own entry, and the pool
 //     publishes a changed set to each with a JetStream put, one after the
-//     other, each waiting for its acknowledgement, while the scheduler's
-//     lock is held: the time to the last worker grows linearly with the
+//     other, each waiting for its acknowledgement (without the pool's
+//     lock, so Queue, Stats and Cancel do not wait, but the scheduler's
+//     goroutine does): the time to the last worker grows linearly with the
 //     workers, and nothing is dispatched meanwhile. With the default
 //     engine.EvictStale every entry is written when the items of the jobs
 //     not yet sent change, and one worker's when only the items of its own
@@ -130,7 +131,7 @@
 //
 // What would lift them: one window watcher per host that writes the
 // shared-memory window of that host's workers (fan-out grows with hosts,
-// not workers); publishes outside the scheduler's lock; subjects per host
+// not workers); subjects per host
 // rather than per worker; and batches of jobs per message to a host. The
 // figures (jobs/s by worker count, the time for a change of the window to
 // reach the workers) are in bench/README.md, with their commands.

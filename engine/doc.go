@@ -120,6 +120,30 @@
 // jobs are streamed to a worker a few at a time so that it rarely waits for
 // a round trip; long ones go one at a time to whichever worker is free.
 //
+// # Transports
+//
+// The scheduler knows a worker only as a link: a small interface that
+// takes typed messages (send these jobs, stop, terminate, cancel a job,
+// hand a job back) and never blocks on the worker; what every worker says
+// (hello, a job began, a job ended, what it evicted, goodbye, its end)
+// comes back on one channel. Three links implement it, none a mode of
+// another: a worker process over OS pipes ([Workers]), whose messages
+// travel as frames; a worker the pool did not start, over byte streams
+// that its transport carries ([Pool.Admit] and [Serve], which package
+// github.com/poolrun/poolrun/cluster uses across hosts), with the same
+// frames; and a goroutine of this process (Workers(0), [InProcess]), handed
+// typed tasks in a queue and giving typed replies back, with nothing
+// encoded but the jobs' values. The window has one interface per side,
+// [WindowPublisher] for the pool and [WindowReader] for a worker; the
+// transport that makes a window owns its type (shared memory for the
+// engine's own workers, a key-value entry for the cluster's), and the
+// pool publishes without holding its lock, so that a publish that crosses
+// a network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
+//
+// A job is Running once it has been sent to a worker: a worker that is
+// sent short jobs ahead runs them one after the other, and says when each
+// begins ([JobStarted], [Job.Started]).
+//
 // The wire protocol between the parent and its workers is described in
 // PROTOCOL.md beside this file. Only the message of a job function's error
 // crosses it: errors returned by jobs are [*RemoteError]s (in serial mode
@@ -132,3 +156,33 @@
 // out of range, registering a name twice); what goes wrong while a pool
 // runs is an error.
 package engine
+
+// The files of this package, one concern each.
+//
+// The API: options.go (pool options; Joiner, RemoteOnly), registry.go
+// (registered functions, Fingerprint), job.go (Queue, Job and its
+// options), pool.go (Pool, New, Go, Run), status.go, events.go, stats.go,
+// errors.go, policy.go (eviction policies), output.go (what workers and
+// jobs print).
+//
+// The scheduler: graph.go (the job graph and the per-key reference
+// counts), queue.go (the ready queue), scheduler.go (its loop; collecting
+// and delivering the windows' sets and the round's jobs), dispatch.go
+// (which worker takes a Queued job; rebalancing by revokes), affinity.go
+// (which ready job a free worker takes; eviction order under a budget),
+// replies.go (what workers say; the end of a run), health.go (timeouts,
+// cancels, silence, deaths, the crash loop), places.go (worker places,
+// starts and handshakes).
+//
+// The seam: transport.go (the transport and link interfaces, the messages),
+// window.go (the window interfaces and the shared-memory window). The links:
+// link_process.go (worker processes over pipes), link_stream.go (workers
+// over streams: Admit), link_local.go (goroutines), framelink.go (the
+// parent's half of the frames, shared by the first two), wire.go and
+// wiredecode.go (the frames), codec.go (job values), proc_linux.go and
+// proc_other.go (how a worker process is started).
+//
+// The worker: process.go (Init, a worker process's life), pipeworker.go
+// (the worker's half of the frames; Serve), jobcontrol.go (cancels and
+// revokes while a job runs), serve.go (the serve loop), evict.go (the
+// window's evictions, the budget, idle eviction).

@@ -13,7 +13,7 @@ import (
 // process group, so that a terminal's Ctrl-C reaches the parent alone,
 // which then stops the workers in order; and so that when a worker has
 // gone the parent can end what its jobs started and left in the group
-// (see pipeLink.wait). Workers are started by internal/spawn, from a
+// (see processLink.wait). Workers are started by internal/spawn, from a
 // thread that lives as long as the parent, so that the signal fires when
 // the parent dies and not before. (Not a session of their own: the kernel
 // then schedules each as a group of its own, autogroup, which slows a

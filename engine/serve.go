@@ -23,6 +23,9 @@ import (
 func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	rep := &reply{id: t.id}
 	r.cur = t
+	if r.win.Gen() < t.gen {
+		wc.release() // it may wait for the window: the last reply goes first
+	}
 	evicted, err := r.sync(t.gen)
 	if evicted > 0 {
 		st := &workerState{evicted: evicted, stats: r.cache.Stats(), resident: r.resident()}
