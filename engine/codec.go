@@ -86,8 +86,13 @@ var errPlainValue = errors.New("not the encoding of a value of its type")
 // encodeValue encodes v as codecOf[T] says; an encoding of more than limit
 // bytes is refused with an error wrapping [ErrTooLarge].
 func encodeValue[T any](v T, limit int) ([]byte, error) {
+	return encodeAs(codecOf[T](), v, limit)
+}
+
+// encodeAs is encodeValue for a type whose codecOf is k.
+func encodeAs[T any](k codecKind, v T, limit int) ([]byte, error) {
 	var data []byte
-	switch codecOf[T]() {
+	switch k {
 	case codecEmpty:
 		return nil, nil
 	case codecBinary:
@@ -120,7 +125,12 @@ func encodeValue[T any](v T, limit int) ([]byte, error) {
 }
 
 func decodeValue[T any](data []byte, v *T) error {
-	switch codecOf[T]() {
+	return decodeAs(codecOf[T](), data, v)
+}
+
+// decodeAs is decodeValue for a type whose codecOf is k.
+func decodeAs[T any](k codecKind, data []byte, v *T) error {
+	switch k {
 	case codecEmpty:
 		return nil
 	case codecBinary:

@@ -79,7 +79,7 @@ func (t *localTransport) serve(index int, w *shm.Window, joined WindowPublisher)
 	cache := t.cache(index)
 	go func() {
 		l.say(msg{from: l, hello: &hello{pid: os.Getpid(), win: joined}})
-		err := serve(ctx, localWorker{l}, shmReader{w}, cache, t.params, sharedHeap, new(atomic.Bool))
+		err := serve(ctx, &localWorker{l: l}, shmReader{w}, cache, t.params, sharedHeap, new(atomic.Bool))
 		out.stdout.flush()
 		out.stderr.flush()
 		if err == nil {
@@ -92,9 +92,12 @@ func (t *localTransport) serve(index int, w *shm.Window, joined WindowPublisher)
 
 // localLink is the scheduler's link to a worker goroutine. The scheduler
 // hands it tasks in a queue; the worker hands back what it says in an
-// outbox, and sends the scheduler a kick (a msg that pulls the outbox)
-// when the outbox was empty: what it says while the scheduler is busy
-// goes in one batch.
+// outbox, and sends the scheduler a kick (a msg that pulls the outbox),
+// one at a time. Notes of jobs wait in the outbox while the worker has
+// more tasks in hand, up to maxHeldNotes: the scheduler learns of a batch
+// of short jobs at once, and of a job that begins with nothing behind it
+// (it may run long) at once; anything else the worker says, and its
+// waiting for tasks, kicks at once.
 type localLink struct {
 	out         chan<- msg
 	kick        msg
@@ -109,40 +112,53 @@ type localLink struct {
 	stopping bool  // asked to stop once the queue is done
 	closed   bool  // terminated: the worker takes no more tasks
 	outbox   []msg // what the worker said, not pulled yet
+	held     int   // the notes in the outbox
+	kicked   bool  // a kick is on its way: the scheduler will pull
 	gone     bool  // its end was said: nothing more goes out
 }
 
-// add puts m in the outbox, the notes of m with those just before it,
-// and reports whether the scheduler must be kicked: the outbox was empty.
-func (l *localLink) add(m msg) (kick bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// maxHeldNotes bounds the notes a local worker holds back.
+const maxHeldNotes = 64
+
+// add puts m in the outbox (the notes of m with those just before it) and
+// reports whether the scheduler must be kicked: now, or, if m is a note
+// that may wait, once the outbox holds maxHeldNotes. l.mu is held.
+func (l *localLink) add(m msg, now bool) (kick bool) {
 	if l.gone {
 		return false
 	}
-	kick = len(l.outbox) == 0
 	if n := len(l.outbox); n > 0 && m.notes != nil && l.outbox[n-1].notes != nil {
 		l.outbox[n-1].notes = append(l.outbox[n-1].notes, m.notes...)
 	} else {
 		l.outbox = append(l.outbox, m)
 	}
+	l.held += len(m.notes)
 	l.gone = m.died != nil
-	return kick
+	return l.mustKick(now || m.notes == nil || l.held >= maxHeldNotes)
 }
 
-// note puts n in the outbox, with the notes just before it, and kicks
-// the scheduler if the outbox was empty.
-func (l *localLink) note(n note) {
-	l.mu.Lock()
-	if l.gone {
-		l.mu.Unlock()
-		return
+// mustKick reports whether to send a kick, given whether the outbox should
+// be pulled now, and records it as sent. l.mu is held.
+func (l *localLink) mustKick(now bool) bool {
+	if !now || l.kicked || len(l.outbox) == 0 {
+		return false
 	}
-	kick := len(l.outbox) == 0
-	if k := len(l.outbox); k > 0 && l.outbox[k-1].notes != nil {
+	l.kicked = true
+	return true
+}
+
+// note puts n in the outbox; idle says that the scheduler should hear of
+// it at once if the worker has no task in hand.
+func (l *localLink) note(n note, idle bool) {
+	l.mu.Lock()
+	now := idle && l.head == len(l.queue)
+	var kick bool
+	if k := len(l.outbox); k > 0 && l.outbox[k-1].notes != nil && !l.gone {
 		l.outbox[k-1].notes = append(l.outbox[k-1].notes, n)
+		l.held++
+		kick = l.mustKick(now || l.held >= maxHeldNotes)
 	} else {
-		l.outbox = append(l.outbox, msg{from: l, notes: append(make([]note, 0, 8), n)})
+		kick = l.add(msg{from: l, notes: append(make([]note, 0, maxHeldNotes), n)}, now)
 	}
 	l.mu.Unlock()
 	if kick {
@@ -150,10 +166,23 @@ func (l *localLink) note(n note) {
 	}
 }
 
-// say puts m in the outbox, and kicks the scheduler if it must. Never from
-// the scheduler's goroutine, which could wait for itself.
+// say puts m in the outbox and kicks the scheduler. Never from the
+// scheduler's goroutine, which could wait for itself.
 func (l *localLink) say(m msg) {
-	if l.add(m) {
+	l.mu.Lock()
+	kick := l.add(m, true)
+	l.mu.Unlock()
+	if kick {
+		l.out <- l.kick
+	}
+}
+
+// flush kicks the scheduler if the outbox holds anything.
+func (l *localLink) flush() {
+	l.mu.Lock()
+	kick := l.mustKick(true)
+	l.mu.Unlock()
+	if kick {
 		l.out <- l.kick
 	}
 }
@@ -163,7 +192,7 @@ func (l *localLink) pull() []msg {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ms := l.outbox
-	l.outbox = nil
+	l.outbox, l.held, l.kicked = nil, 0, false
 	return ms
 }
 
@@ -198,7 +227,13 @@ func (l *localLink) pid() int { return os.Getpid() }
 func (l *localLink) cancel(id uint64) { l.ctl.cancel(id) }
 
 func (l *localLink) revoke(id, seq uint64) {
-	if l.ctl.revoke(seq) && l.add(msg{from: l, notes: []note{{done: &reply{id: id, outcome: outcomeRevoked}}}}) {
+	if !l.ctl.revoke(seq) {
+		return
+	}
+	l.mu.Lock()
+	kick := l.add(msg{from: l, notes: []note{{done: &reply{id: id, outcome: outcomeRevoked}}}}, true)
+	l.mu.Unlock()
+	if kick {
 		go func() { l.out <- l.kick }() // the scheduler calls revoke
 	}
 }
@@ -223,10 +258,14 @@ func (l *localLink) terminate(grace time.Duration) {
 	}
 }
 
-// localWorker is the worker's side of a local link.
-type localWorker struct{ l *localLink }
+// localWorker is the worker's side of a local link; cur is the task that
+// next returned last.
+type localWorker struct {
+	l   *localLink
+	cur task
+}
 
-func (w localWorker) next() (*task, bool, error) {
+func (w *localWorker) next() (*task, bool, error) {
 	l := w.l
 	for {
 		l.mu.Lock()
@@ -235,7 +274,7 @@ func (w localWorker) next() (*task, bool, error) {
 			l.mu.Unlock()
 			return nil, false, io.EOF
 		case l.head < len(l.queue):
-			t := l.queue[l.head]
+			w.cur = l.queue[l.head]
 			l.queue[l.head] = task{}
 			if l.head++; l.head == len(l.queue) {
 				l.queue, l.head = l.queue[:0], 0
@@ -244,51 +283,57 @@ func (w localWorker) next() (*task, bool, error) {
 			if l.ctl.take() {
 				continue // handed back already
 			}
-			t.cancelled = l.ctl.cancelledEarly(t.id)
-			return &t, false, nil
+			w.cur.cancelled = l.ctl.cancelledEarly(w.cur.id)
+			return &w.cur, false, nil
 		case l.stopping:
 			l.mu.Unlock()
 			return nil, true, nil
 		}
 		l.mu.Unlock()
+		l.flush() // about to wait: the scheduler hears what is held
 		<-l.wake
 	}
 }
 
-func (w localWorker) ready() bool {
+func (w *localWorker) ready() bool {
 	l := w.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.closed || l.stopping || l.head < len(l.queue)
 }
 
-func (w localWorker) running(id uint64, cancel context.CancelCauseFunc) {
+func (w *localWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.l.ctl.running(id, cancel)
 }
 
-func (w localWorker) started(id uint64) error {
-	w.l.note(note{started: id})
+// started notes that job id began at (the pool's clock): at once if the
+// worker has no other task in hand.
+func (w *localWorker) started(id uint64, at time.Time) error {
+	w.l.note(note{started: id, at: at}, true)
 	return nil
 }
 
-func (w localWorker) done(r *reply) error {
-	w.l.note(note{done: r})
+func (w *localWorker) done(r *reply) error {
+	w.l.note(note{done: r}, false)
 	return nil
 }
 
-func (w localWorker) release() error { return nil }
+func (w *localWorker) release() error {
+	w.l.flush()
+	return nil
+}
 
-func (w localWorker) state(s *workerState) error {
+func (w *localWorker) state(s *workerState) error {
 	w.l.say(msg{from: w.l, state: s})
 	return nil
 }
 
-func (w localWorker) alive() error {
+func (w *localWorker) alive() error {
 	w.l.say(msg{from: w.l, alive: true})
 	return nil
 }
 
-func (w localWorker) bye(b *byeInfo) error {
+func (w *localWorker) bye(b *byeInfo) error {
 	w.l.say(msg{from: w.l, bye: b})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 )
@@ -139,7 +140,7 @@ func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.ctl.running(id, cancel)
 }
 
-func (w *pipeWorker) started(id uint64) error {
+func (w *pipeWorker) started(id uint64, _ time.Time) error {
 	return w.send(func(e *enc) { e.started(id) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/shm"
@@ -49,7 +50,8 @@ func TestRunnerPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer win.Close()
-			r := &runner{win: shmReader{win}, cache: cachepool.New(), policy: tc.policy, maxValue: DefaultMaxValueSize, base: context.Background()}
+			cache := cachepool.New()
+			r := &runner{win: shmReader{win}, cache: cache, policy: tc.policy, maxValue: DefaultMaxValueSize, base: cachepool.WithCache(context.Background(), cache)}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64
@@ -137,7 +139,7 @@ func (discardConn) state(s *workerState) error              { lastState = s; ret
 func (discardConn) bye(*byeInfo) error                      { return nil }
 func (discardConn) alive() error                            { return nil }
 func (discardConn) running(uint64, context.CancelCauseFunc) {}
-func (discardConn) started(uint64) error                    { return nil }
+func (discardConn) started(uint64, time.Time) error         { return nil }
 func (discardConn) release() error                          { return nil }
 
 // lastState is the last state a discardConn was given.

@@ -80,16 +80,17 @@ func Register[A, R any](name string, fn func(ctx context.Context, arg A) (R, err
 	}
 	e.keys = handleKeys(e.items)
 	e.sig = sigOf(e.keys)
+	argCodec, resCodec := codecOf[A](), codecOf[R]()
 	e.call = func(ctx context.Context, argData []byte, limit int) ([]byte, error) {
 		var arg A
-		if err := decodeValue(argData, &arg); err != nil {
+		if err := decodeAs(argCodec, argData, &arg); err != nil {
 			return nil, fmt.Errorf("decoding the argument (%T): %w", arg, err)
 		}
 		res, err := f.fn(ctx, arg)
 		if err != nil {
 			return nil, err
 		}
-		out, err := encodeValue(res, limit)
+		out, err := encodeAs(resCodec, res, limit)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the result (%T): %w", res, err)
 		}

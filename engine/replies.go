@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// handle takes one message from a worker. p.mu is held.
-func (s *scheduler) handle(m msg) {
+// handle takes one message from a worker, which came at now. p.mu is
+// held.
+func (s *scheduler) handle(m msg, now time.Time) {
 	if m.pull != nil {
 		for _, m := range m.pull() {
-			s.handle(m)
+			s.handle(m, now)
 		}
 		return
 	}
@@ -32,7 +33,6 @@ func (s *scheduler) handle(m msg) {
 		pl.joined = true
 		s.attach(pl, m.from)
 	}
-	now := time.Now()
 	pl.heard = now
 	switch {
 	case m.hello != nil:
@@ -40,9 +40,13 @@ func (s *scheduler) handle(m msg) {
 	case m.notes != nil:
 		for _, n := range m.notes {
 			if n.done != nil {
-				s.done(pl, n.done)
+				s.done(pl, n.done, now)
 			} else {
-				s.started(pl, n.started, now)
+				at := n.at
+				if at.IsZero() {
+					at = now
+				}
+				s.started(pl, n.started, at)
 			}
 		}
 	case m.state != nil && pl.saidBye:
@@ -61,8 +65,8 @@ func (s *scheduler) handle(m msg) {
 	}
 }
 
-// started records that job id began on the worker of pl at now (as the
-// pool heard). p.mu is held.
+// started records that job id began on the worker of pl at now. p.mu is
+// held.
 func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 	p := s.p
 	if id == 0 || id > uint64(len(p.jobs)) {
@@ -80,8 +84,8 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 }
 
 // done takes the reply to a job that the worker of pl ran, or handed
-// back. p.mu is held.
-func (s *scheduler) done(pl *place, rep *reply) {
+// back, which came at now. p.mu is held.
+func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	p := s.p
 	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
 		return
@@ -91,7 +95,7 @@ func (s *scheduler) done(pl *place, rep *reply) {
 		pl.inflight = slices.Delete(pl.inflight, i, i+1)
 		pl.held.drop(j.keys)
 		if i == 0 && len(pl.inflight) > 0 {
-			pl.inflight[0].runSince = time.Now() // the next starts
+			pl.inflight[0].runSince = now // the next starts
 		}
 	}
 	j.revoking = false
@@ -230,8 +234,9 @@ func (s *scheduler) shutdown(err error) {
 		select {
 		case m := <-s.msgs:
 			p.mu.Lock()
-			s.handle(m)
-			s.account(time.Now())
+			now := time.Now()
+			s.handle(m, now)
+			s.account(now)
 			live = 0
 			for _, pl := range s.places {
 				if pl.l != nil {

@@ -334,17 +334,18 @@ func (s *scheduler) loop(ctx context.Context, stopSchedulers context.CancelFunc)
 		select {
 		case m := <-s.msgs:
 			p.mu.Lock()
-			s.handle(m)
+			now := time.Now()
+			s.handle(m, now)
 			// Take whatever else has arrived before dispatching again.
 			for more := true; more; {
 				select {
 				case m := <-s.msgs:
-					s.handle(m)
+					s.handle(m, now)
 				default:
 					more = false
 				}
 			}
-			s.account(time.Now())
+			s.account(now)
 			p.mu.Unlock()
 		case <-p.wake:
 		case <-check.C:

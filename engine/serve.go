@@ -66,9 +66,9 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 			defer stop()
 		}
 		wc.running(t.id, cancel)
-		wc.started(t.id) // a broken pipe shows at the reply
+		wc.started(t.id, rep.start) // a broken pipe shows at the reply
 		r.busy.Store(true)
-		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
+		res, panicked, err := call(jctx, fn, t.arg, r.maxValue)
 		r.busy.Store(false)
 		wc.running(0, nil)
 		r.setJobCancel(nil)
@@ -162,15 +162,15 @@ func (r *runner) heartbeat(wc workerConn, d time.Duration, stop <-chan struct{})
 	}
 }
 
-// call runs fn on arg with the worker's cache; a panic comes back as a
-// *PanicError with the stack.
-func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache, limit int) (res []byte, p *PanicError, err error) {
+// call runs fn on arg (ctx carries the worker's cache); a panic comes back
+// as a *PanicError with the stack.
+func call(ctx context.Context, fn *funcEntry, arg []byte, limit int) (res []byte, p *PanicError, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &PanicError{Op: "job", Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
-	res, err = fn.call(cachepool.WithCache(ctx, cache), arg, limit)
+	res, err = fn.call(ctx, arg, limit)
 	return res, nil, err
 }
 
@@ -185,10 +185,10 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
 	defer wc.release()
 	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
-	// A job's context carries the worker's values, and is cancelled
+	// A job's context carries the worker's values and cache, and is cancelled
 	// when the worker's context ends; it is not the worker's context's
 	// child, which would cost each job a registration in it.
-	r.base = context.WithoutCancel(ctx)
+	r.base = cachepool.WithCache(context.WithoutCancel(ctx), cache)
 	defer context.AfterFunc(ctx, func() {
 		r.jobMu.Lock()
 		defer r.jobMu.Unlock()

@@ -125,6 +125,7 @@ type hello struct {
 // next began in the same breath as it reports the last.
 type note struct {
 	started uint64
+	at      time.Time // when it started, where the worker shares the pool's clock
 	done    *reply
 }
 
@@ -193,15 +194,17 @@ type reply struct {
 type workerConn interface {
 	// next returns the next task, or stop (true) when the parent asks the
 	// worker to stop; io.EOF when the parent is gone. A task the parent
-	// has cancelled is returned with cancelled set.
+	// has cancelled is returned with cancelled set. The task is the
+	// worker's until the next call.
 	next() (t *task, stop bool, err error)
 	// ready reports whether next would return without waiting.
 	ready() bool
 	// running says which task runs now (0: none), and cancel cancels it:
 	// a cancel for that task from the parent calls cancel.
 	running(id uint64, cancel context.CancelCauseFunc)
-	// started tells the parent that job id begins now.
-	started(id uint64) error
+	// started tells the parent that job id began at (by the worker's
+	// clock, which a transport may not pass on).
+	started(id uint64, at time.Time) error
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
