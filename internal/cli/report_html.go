@@ -171,14 +171,31 @@ func (tl *timeline) x(s float64) float64 {
 	return gutter + min(max(s, 0), tl.span)/tl.span*plotW
 }
 
-// bar is one run of a job on a worker.
+// bar is one run of a job on a worker, drawn from when it began to when it
+// ended.
 type bar struct {
-	job        *jobRecord
-	start, end float64 // seconds since t0
-	status     string
-	attempt    int // from 1; 0 for a job that ran once
-	err        string
-	open       bool // no end recorded: the bar runs to the end of the picture
+	job *jobRecord
+	// start is when the run began: its started time, or its sent time
+	// where it has none (a run that never began; a report of an older
+	// poolrun, whose started is the send time); end is when it ended.
+	// Both are in seconds since t0.
+	start, end float64
+	// sent and started are the run's times as the report gives them, in
+	// seconds since t0; NaN where it does not.
+	sent, started float64
+	status        string
+	attempt       int // from 1; 0 for a job that ran once
+	err           string
+	open          bool // no end recorded: the bar runs to the end of the picture
+}
+
+// secOf is t in seconds since t0, NaN for nil or the zero time (a time
+// the report does not give).
+func (tl *timeline) secOf(t *time.Time) float64 {
+	if t == nil || t.IsZero() {
+		return math.NaN()
+	}
+	return tl.sec(*t)
 }
 
 // bars returns the runs of the report's jobs by worker, in order of start,
@@ -189,11 +206,12 @@ func (tl *timeline) bars() (byWorker map[int][]bar, notRun []*jobRecord) {
 		switch {
 		case len(j.Attempts) > 0:
 			for i, a := range j.Attempts {
-				byWorker[a.Worker] = append(byWorker[a.Worker], bar{job: j, start: tl.sec(a.Started), end: tl.sec(a.Ended),
-					status: a.Status, attempt: i + 1, err: a.Error})
+				byWorker[a.Worker] = append(byWorker[a.Worker], bar{job: j, start: tl.sec(a.begin()), end: tl.sec(a.Ended),
+					sent: tl.secOf(&a.Sent), started: tl.secOf(a.Started), status: a.Status, attempt: i + 1, err: a.Error})
 			}
-		case j.Started != nil:
-			b := bar{job: j, start: tl.sec(*j.Started), end: tl.span, status: j.Status, err: j.Error, open: j.Ended == nil}
+		case j.begin() != nil:
+			b := bar{job: j, start: tl.sec(*j.begin()), end: tl.span, sent: tl.secOf(j.Sent), started: tl.secOf(j.Started),
+				status: j.Status, err: j.Error, open: j.Ended == nil}
 			if j.Ended != nil {
 				b.end = tl.sec(*j.Ended)
 			}
@@ -294,11 +312,23 @@ func barTitle(b bar) string {
 		st = fmt.Sprintf("attempt %d of %d: %s", b.attempt, len(j.Attempts), b.status)
 	}
 	lines = append(lines, st)
-	if b.open {
-		lines = append(lines, fmt.Sprintf("started %s, no end recorded", secs(b.start)))
-	} else {
-		lines = append(lines, fmt.Sprintf("started %s, ended %s: %s", secs(b.start), secs(b.end), roundDur(secondsDur(b.end-b.start))))
+	var times []string
+	switch sent, started := !math.IsNaN(b.sent), !math.IsNaN(b.started); {
+	case sent && started:
+		times = []string{"sent " + secs(b.sent), "started " + secs(b.started)}
+	case sent:
+		times = []string{"sent " + secs(b.sent), "not started"}
+	default:
+		// Started only: a report of an older poolrun says no more (and
+		// means the send time); neither: a run with no times at all.
+		times = []string{"started " + secs(b.start)}
 	}
+	if b.open {
+		times = append(times, "no end recorded")
+	} else {
+		times = append(times, fmt.Sprintf("ended %s: %s", secs(b.end), roundDur(secondsDur(b.end-b.start))))
+	}
+	lines = append(lines, strings.Join(times, ", "))
 	if b.err != "" {
 		lines = append(lines, "error: "+clip(b.err, 600))
 	}
@@ -498,8 +528,9 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 	p.f("<text class=\"small\" x=\"8\" y=\"%s\">%s</text>\n", f1(y+37), esc(jobs))
 	p.f("<rect class=\"lane\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"/>\n", f1(gutter), f1(y), f1(plotW), f1(laneH))
 
-	// Runs that overlap (a job sent while the one before still ran) go to
-	// sub-rows.
+	// Runs that overlap go to sub-rows: those drawn from when they were
+	// sent (a report of an older poolrun, a run that never began) while
+	// the one before still ran.
 	rowEnd := []float64{}
 	rows := make([]int, len(bars))
 	for i, b := range bars {
@@ -658,7 +689,7 @@ func renderPoolPage(w io.Writer, r *report, src string) error {
 	p.f("<span><i class=\"sw area\"></i>cache bytes</span><span><i class=\"sw line\"></i>resident memory (RSS)</span>")
 	p.f("<span><b class=\"mark\" style=\"color: var(--cache)\">▲</b>items built</span><span><b class=\"mark\" style=\"color: var(--evict)\">▼</b>items evicted</span>")
 	p.f("</div>\n")
-	p.f("<p class=\"hint\">Hover over a bar for the job's id, function, labels, times and error. A worker reports its cache after each job, so a build or eviction shows at the first sample (every %s) after the job that made it; the last sample is taken after the pool ended, with the workers' caches cleared.</p>\n",
+	p.f("<p class=\"hint\">A bar runs from when the job began on its worker (from when it was sent, for a run that never began and in a report of an older poolrun) to when it ended; hover over it for the job's id, function, labels, times and error. A worker reports its cache after each job, so a build or eviction shows at the first sample (every %s) after the job that made it; the last sample is taken after the pool ended, with the workers' caches cleared.</p>\n",
 		esc(sampleEvery(r.SampleSeconds)))
 	tl.svg(&p)
 

@@ -113,41 +113,39 @@ func (n *node) title() string {
 }
 
 // testReport is a report of two workers with a job of every kind: run
-// once, run twice (aborted, then succeeded), never run, cancelled while
-// running, still running when the pool stopped, and an error with markup
-// and a control character in it.
+// once, run twice (aborted, then succeeded), never run, sent ahead and
+// cancelled before it began, still running when the pool stopped, and an
+// error with markup and a control character in it. Most runs began a
+// little after they were sent.
 func testReport() *report {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(s float64) *time.Time {
+		if s < 0 {
+			return nil
+		}
 		t := t0.Add(time.Duration(s * float64(time.Second)))
 		return &t
 	}
-	job := func(id int, status string, worker int, start, end float64, labels map[string]string) *jobRecord {
-		j := &jobRecord{ID: id, Func: "test.work", Labels: labels, Status: status, Worker: worker, Added: t0}
-		if start >= 0 {
-			j.Started = at(start)
-		}
-		if end >= 0 {
-			j.Ended = at(end)
-		}
-		return j
+	job := func(id int, status string, worker int, sent, started, end float64, labels map[string]string) *jobRecord {
+		return &jobRecord{ID: id, Func: "test.work", Labels: labels, Status: status, Worker: worker, Added: t0,
+			Sent: at(sent), Started: at(started), Ended: at(end)}
 	}
 	r := &report{Version: reportVersion, Command: "run wf.yaml", Started: t0, SampleSeconds: 0.1,
 		Options: poolSettings{Workers: 2, cacheSettings: cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}}}
 	r.Jobs = []*jobRecord{
-		job(1, "succeeded", 1, 0.1, 0.3, map[string]string{"id": "prepare"}),
-		job(2, "failed", 2, 0.2, 0.5, map[string]string{"id": "broken"}),
-		job(3, "succeeded", 2, 0.6, 0.8, map[string]string{"id": "retried"}),
-		job(4, "cancelled", 0, -1, 0.5, map[string]string{"id": "after-broken"}),
-		job(5, "skipped", 0, -1, 0.1, map[string]string{"id": "done-before"}),
-		job(6, "cancelled", 1, 0.4, 0.45, map[string]string{"chunk": "0-0-0", "type": "granule"}),
-		job(7, "running", 2, 0.85, -1, nil),
-		job(8, "pending", 0, -1, -1, nil),
+		job(1, "succeeded", 1, 0.1, 0.12, 0.3, map[string]string{"id": "prepare"}),
+		job(2, "failed", 2, 0.2, 0.2, 0.5, map[string]string{"id": "broken"}),
+		job(3, "succeeded", 2, 0.55, 0.6, 0.8, map[string]string{"id": "retried"}),
+		job(4, "cancelled", 0, -1, -1, 0.5, map[string]string{"id": "after-broken"}),
+		job(5, "skipped", 0, -1, -1, 0.1, map[string]string{"id": "done-before"}),
+		job(6, "cancelled", 1, 0.25, -1, 0.45, map[string]string{"chunk": "0-0-0", "type": "granule"}),
+		job(7, "running", 2, 0.82, 0.85, -1, nil),
+		job(8, "pending", 0, -1, -1, -1, nil),
 	}
 	r.Jobs[1].Error = "exit status 3: <script>alert('x')</script> & \x1b[31mred\x1b[0m"
 	r.Jobs[2].Attempts = []attemptRecord{
-		{Worker: 1, Started: *at(0.3), Ended: *at(0.4), Status: "aborted", Error: "worker 1 (pid 12) died: signal: killed"},
-		{Worker: 2, Started: *at(0.6), Ended: *at(0.8), Status: "succeeded"},
+		{Worker: 1, Sent: *at(0.3), Started: at(0.32), Ended: *at(0.4), Status: "aborted", Error: "worker 1 (pid 12) died: signal: killed"},
+		{Worker: 2, Sent: *at(0.55), Started: at(0.6), Ended: *at(0.8), Status: "succeeded"},
 	}
 	r.Workers = []workerReport{
 		{Index: 1, PID: 11, Jobs: 3, Restarts: 1, Cache: cacheReport{Builds: 2, Evictions: 2, PeakBytes: 3 << 20}, PeakRSS: 40 << 20,
@@ -367,6 +365,122 @@ func TestPoolPageVersion0(t *testing.T) {
 	}
 }
 
+// jobBars returns the page's job bars by job, in document order.
+func jobBars(html *node) map[int][]*node {
+	bars := map[int][]*node{}
+	for _, n := range html.named("rect", "job") {
+		id, _ := strconv.Atoi(n.attrs["data-job"])
+		bars[id] = append(bars[id], n)
+	}
+	return bars
+}
+
+// checkBar fails unless exactly one of the job's bars has hover text that
+// says says, and that bar runs from from to to seconds of tl (to < 0: to
+// the end of the picture).
+func checkBar(t *testing.T, tl *timeline, bars map[int][]*node, job int, says string, from, to float64) {
+	t.Helper()
+	var found []*node
+	for _, b := range bars[job] {
+		if strings.Contains(b.title(), says) {
+			found = append(found, b)
+		}
+	}
+	if len(found) != 1 {
+		var titles []string
+		for _, b := range bars[job] {
+			titles = append(titles, b.title())
+		}
+		t.Errorf("job %d: %d bars say %q, want 1; they say %q", job, len(found), says, titles)
+		return
+	}
+	if to < 0 {
+		to = tl.span
+	}
+	b := found[0]
+	if x, w := f1(tl.x(from)), f1(tl.x(to)-tl.x(from)); b.attrs["x"] != x || b.attrs["width"] != w {
+		t.Errorf("job %d, the bar that says %q: x %s, width %s; want %s, %s (from %v s to %v s)", job, says, b.attrs["x"], b.attrs["width"], x, w, from, to)
+	}
+}
+
+// Each bar runs from when its run began (started), not from when it was
+// sent, and its hover text gives both; a run sent ahead and cancelled
+// before it began runs from when it was sent, and says that it did not
+// start.
+func TestPoolPageBarsFromStarted(t *testing.T) {
+	r := testReport()
+	var buf bytes.Buffer
+	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
+		t.Fatal(err)
+	}
+	bars := jobBars(parsePage(t, buf.Bytes()))
+	tl := newTimeline(r)
+	for _, tt := range []struct {
+		job      int
+		says     string
+		from, to float64
+	}{
+		{1, "sent 0.100 s, started 0.120 s, ended 0.300 s: 180ms", 0.12, 0.3},
+		{2, "sent 0.200 s, started 0.200 s, ended 0.500 s: 300ms", 0.2, 0.5},
+		{3, "attempt 1 of 2: aborted\nsent 0.300 s, started 0.320 s, ended 0.400 s: 80ms", 0.32, 0.4},
+		{3, "attempt 2 of 2: succeeded\nsent 0.550 s, started 0.600 s, ended 0.800 s: 200ms", 0.6, 0.8},
+		{6, "sent 0.250 s, not started, ended 0.450 s: 200ms", 0.25, 0.45},
+		{7, "sent 0.820 s, started 0.850 s, no end recorded", 0.85, -1},
+	} {
+		checkBar(t, tl, bars, tt.job, tt.says, tt.from, tt.to)
+	}
+}
+
+// A report of a poolrun from before sent, whose started is when a run was
+// sent to its worker, is drawn as that poolrun drew it: the bars from
+// started, a job sent while another ran beside it, and the hover text
+// says started, not sent.
+func TestPoolPageBeforeSent(t *testing.T) {
+	l, err := loadReport(filepath.Join("testdata", "report-before-sent.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := l.pool
+	for _, j := range r.Jobs {
+		if j.Sent != nil || j.Started == nil {
+			t.Errorf("job %d: sent %v, started %v; want none and the send time", j.ID, j.Sent, j.Started)
+		}
+		for i, a := range j.Attempts {
+			if !a.Sent.IsZero() || a.Started == nil {
+				t.Errorf("job %d, attempt %d: sent %v, started %v; want none and the send time", j.ID, i+1, a.Sent, a.Started)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := l.render(&buf, "old.json"); err != nil {
+		t.Fatal(err)
+	}
+	html := parsePage(t, buf.Bytes())
+	bars := jobBars(html)
+	tl := newTimeline(r)
+	for _, tt := range []struct {
+		job      int
+		says     string
+		from, to float64
+	}{
+		{1, "started 0.100 s, ended 0.400 s: 300ms", 0.1, 0.4},
+		{2, "started 0.200 s, ended 0.600 s: 400ms", 0.2, 0.6},
+		{3, "attempt 1 of 2: aborted\nstarted 0.600 s, ended 0.650 s: 50ms", 0.6, 0.65},
+		{3, "attempt 2 of 2: failed\nstarted 0.700 s, ended 0.900 s: 200ms", 0.7, 0.9},
+	} {
+		checkBar(t, tl, bars, tt.job, tt.says, tt.from, tt.to)
+	}
+	for _, b := range html.named("rect", "job") {
+		if strings.Contains(b.title(), "sent") {
+			t.Errorf("job %s: hover text %q speaks of a send time the report does not give", b.attrs["data-job"], b.title())
+		}
+	}
+	// Job 2 was sent while job 1 ran: its bar is in a row of its own.
+	if len(bars[1]) == 1 && len(bars[2]) == 1 && bars[1][0].attrs["y"] == bars[2][0].attrs["y"] {
+		t.Errorf("jobs 1 and 2 overlap in time, but are drawn in the same row (y %s)", bars[1][0].attrs["y"])
+	}
+}
+
 // testBench is a bench report of two worker counts, two modes, two runs.
 func testBench() *benchResult {
 	run := func(wall, peak float64, sum string) benchRun {
@@ -555,9 +669,9 @@ func TestReportCommand(t *testing.T) {
 }
 
 // A pool run with --report samples its workers while it runs: a serial
-// scaffold's report has version 1, its start, and samples whose builds
-// and evictions add up to the worker's counters; its page holds every
-// job.
+// scaffold's report has version 1, its start, samples whose builds and
+// evictions add up to the worker's counters, and each job's send, start
+// and end; its page holds every job.
 func TestReportOfARun(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.json")
@@ -596,6 +710,12 @@ func TestReportOfARun(t *testing.T) {
 	// Serial: the worker is this process, whose memory is known to the end.
 	if end := w.Samples[len(w.Samples)-1]; end.RSS <= 0 || end.T < r.Totals.WallSeconds-0.01 {
 		t.Errorf("the last sample %+v: want this process's RSS, at the end (%v s)", end, r.Totals.WallSeconds)
+	}
+	// Each job was sent, then began, then ended.
+	for _, j := range r.Jobs {
+		if j.Sent == nil || j.Started == nil || j.Ended == nil || j.Started.Before(*j.Sent) || j.Ended.Before(*j.Started) {
+			t.Errorf("job %d: sent %v, started %v, ended %v; want all three, in order", j.ID, j.Sent, j.Started, j.Ended)
+		}
 	}
 	var page bytes.Buffer
 	if err := l.render(&page, "r.json"); err != nil {
@@ -646,10 +766,10 @@ func FuzzReport(f *testing.F) {
 		`"jobs":[{"id":1,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.3Z"}]}`))
 	// Its jobs: retried and failed; never run, running, with labels.
 	f.Add([]byte(`{"command":"run","started":"2026-01-02T03:04:05Z","workers":[{"index":1},{"index":2}],"totals":{"wall_seconds":0.9},"jobs":[` +
-		`{"id":1,"func":"w","labels":{"id":"a"},"status":"failed","worker":2,"started":"2026-01-02T03:04:05.2Z","ended":"2026-01-02T03:04:05.5Z","error":"<x>&","attempts":[{"worker":1,"status":"aborted","error":"d"},{"worker":2,"status":"failed"}]}]}`))
+		`{"id":1,"func":"w","labels":{"id":"a"},"status":"failed","worker":2,"started":"2026-01-02T03:04:05.2Z","ended":"2026-01-02T03:04:05.5Z","error":"<x>&","attempts":[{"worker":1,"status":"aborted","error":"d"},{"worker":2,"sent":"2026-01-02T03:04:05.1Z","started":"2026-01-02T03:04:05.2Z","status":"failed"}]}]}`))
 	f.Add([]byte(`{"command":"run","started":"2026-01-02T03:04:05Z","workers":[{"index":1}],"totals":{"wall_seconds":0.9},"jobs":[{"id":2,"status":"cancelled","ended":"2026-01-02T03:04:05.5Z","error":"e"},` +
 		`{"id":3,"func":"s.c","labels":{"k":"v"},"status":"pending"},{"id":4,"func":"s.c","labels":{"k":"v"},"status":"running","worker":1,"started":"2026-01-02T03:04:05.4Z"},` +
-		`{"id":5,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.5Z"},{"id":6,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z"}]}`))
+		`{"id":5,"status":"succeeded","worker":1,"sent":"2026-01-02T03:04:05Z","started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.5Z"},{"id":6,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z"}]}`))
 	// A bench's runs, medians and modes.
 	f.Add([]byte(`{"command":"bench","workers":[2],"modes":["plain"],"repeat":2,"results":[{"workers":2,"modes":[{"mode":"plain","options":{"evict":"stale"},` +
 		`"runs":[{"wall_seconds":1,"builds":6,"worker_peak_cache_bytes":[5,6],"worker_peak_rss_bytes":[7],"checksum":"a"},{"wall_seconds":1.2}],"median":{"wall_seconds":1.1}}]}],"checksums_agree":false}`))

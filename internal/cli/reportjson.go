@@ -14,6 +14,11 @@ import (
 // writes, and the newest that poolrun report reads: 1 added version,
 // started, sample_seconds and the workers' samples. A report without a
 // version is of version 0 (poolrun report draws it without samples).
+// Jobs' and attempts' sent came later within version 1: where a report
+// has it, started is when a run began on its worker; where it has not (an
+// older poolrun wrote it), started is when the run was sent, and poolrun
+// report draws the bar from it as that poolrun did. An older poolrun reads
+// the newer reports too, and draws their bars from when the runs began.
 // docs/REPORT.md describes every field.
 const reportVersion = 1
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,12 +67,19 @@ type jobRecord struct {
 	// Worker is the worker (from 1; 1 in serial mode) that last ran it;
 	// omitted if it never ran.
 	Worker int `json:"worker,omitempty"`
-	// Added is when it was queued; Started when its last run was sent to
-	// its worker, Ended when it ended (each omitted if it never did).
+	// Added is when it was queued; Sent when its last run was sent to its
+	// worker, Started when that run began there, Ended when it ended; each
+	// omitted if it never happened (Started, for one, of a run cancelled
+	// or whose worker died before it began). A worker sent jobs ahead runs
+	// them one after the other: Sent may precede Started by the runs
+	// before it. A report of an older poolrun has no sent, and the send
+	// time under started.
 	Added   time.Time  `json:"added"`
+	Sent    *time.Time `json:"sent,omitempty"`
 	Started *time.Time `json:"started,omitempty"`
 	Ended   *time.Time `json:"ended,omitempty"`
-	// Seconds is Ended less Started: how long its last run took.
+	// Seconds is Ended less Started, or less Sent for a run that never
+	// began: how long its last run took.
 	Seconds float64 `json:"seconds,omitempty"`
 	// Error is why it failed, was cancelled or aborted.
 	Error string `json:"error,omitempty"`
@@ -79,6 +87,11 @@ type jobRecord struct {
 	// order, the last included; omitted for a job that ran at most once.
 	Attempts []attemptRecord `json:"attempts,omitempty"`
 }
+
+// begin is when the job's last run began as far as the record knows:
+// Started, else Sent (a run that never began; a report of an older
+// poolrun, whose Started is the send time); nil if it never ran.
+func (j *jobRecord) begin() *time.Time { return cmp.Or(j.Started, j.Sent) }
 
 // jobName names a job in a message: its workflow id where it has one,
 // else its number.
@@ -91,13 +104,26 @@ func jobName(id int, labels map[string]string) string {
 
 // attemptRecord is one run of a job that ran more than once.
 type attemptRecord struct {
-	Worker  int       `json:"worker"`  // the worker it ran on, from 1
-	Started time.Time `json:"started"` // when it was sent to that worker
-	Ended   time.Time `json:"ended"`   // when it ended
+	Worker int       `json:"worker"` // the worker it ran on, from 1
+	Sent   time.Time `json:"sent"`   // when it was sent to that worker
+	// Started is when it began there; omitted for a run that never began
+	// (its worker died, or it was cancelled, first). A report of an older
+	// poolrun has no sent, and the send time here.
+	Started *time.Time `json:"started,omitempty"`
+	Ended   time.Time  `json:"ended"` // when it ended
 	// Status is how the run ended: aborted for one that was run again
 	// (its worker died), else the job's status.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"` // why it did not succeed
+}
+
+// begin is when the run began as far as the record knows: Started, else
+// Sent.
+func (a *attemptRecord) begin() time.Time {
+	if a.Started != nil {
+		return *a.Started
+	}
+	return a.Sent
 }
 
 func newSession(f *poolFlags, stderr io.Writer) *session {
@@ -178,19 +204,20 @@ func (s *session) event(e engine.Event) {
 		r.Status = e.New.String()
 		t := e.Time
 		if e.New == engine.Running {
-			r.Started, r.Worker = &t, e.Worker
+			// Sent: it begins later, with a JobStarted event.
+			r.Sent, r.Started, r.Worker = &t, nil, e.Worker
 		}
 		if e.Old == engine.Running && e.New == engine.Queued && e.Err == nil {
 			// Taken back before it started (sent ahead to a worker that
 			// left, or revoked for an idle one): not a run.
-			r.Started, r.Worker = nil, 0
+			r.Sent, r.Started, r.Worker = nil, nil, 0
 			break
 		}
 		if e.Old == engine.Running && (e.New == engine.Queued || e.New.Done() && len(r.Attempts) > 0) {
 			// A run that is retried, or the last of a job that was.
-			a := attemptRecord{Worker: e.Worker, Ended: t, Status: e.New.String()}
-			if r.Started != nil {
-				a.Started = *r.Started
+			a := attemptRecord{Worker: e.Worker, Started: r.Started, Ended: t, Status: e.New.String()}
+			if r.Sent != nil {
+				a.Sent = *r.Sent
 			}
 			if e.New == engine.Queued {
 				a.Status = engine.Aborted.String()
@@ -205,12 +232,19 @@ func (s *session) event(e engine.Event) {
 		}
 		if e.New.Done() {
 			r.Ended = &t
-			if r.Started != nil {
-				r.Seconds = t.Sub(*r.Started).Seconds()
+			if b := r.begin(); b != nil {
+				r.Seconds = t.Sub(*b).Seconds()
 			}
 			if e.Err != nil {
 				r.Error = e.Err.Error()
 			}
+		}
+	case engine.JobStarted:
+		// The run sent last began; the engine reports it once, while the
+		// job is Running on that worker.
+		if r := s.jobs[e.JobID]; r != nil && r.Sent != nil {
+			t := e.Time
+			r.Started = &t
 		}
 	case engine.BudgetExceeded:
 		s.budget.Jobs++
