@@ -30,7 +30,6 @@ const (
 )
 
 // choose returns the group whose oldest job the worker of pl should take.
-// p.mu is held.
 func (s *scheduler) choose(pl *place) *readyGroup {
 	q := &s.p.queue
 	first := q.heads[0]
@@ -69,7 +68,7 @@ func (s *scheduler) choose(pl *place) *readyGroup {
 // take a job of group g, whose items other workers hold: when those workers
 // will have run the group's ready jobs sooner than pl's worker would build
 // its items (by the workers' mean build time and the function's mean run
-// time; never when either is unknown). p.mu is held.
+// time; never when either is unknown).
 func (s *scheduler) worthWaiting(g *readyGroup, pl *place) bool {
 	t, ok := s.fnTime[g.jobs[0].fn]
 	if !ok {
@@ -101,7 +100,7 @@ func (s *scheduler) worthWaiting(g *readyGroup, pl *place) bool {
 	return time.Duration(len(g.jobs))*t/time.Duration(holders) < build
 }
 
-// score rates group g for the worker of pl. p.mu is held.
+// score rates group g for the worker of pl.
 func (s *scheduler) score(g *readyGroup, pl *place) int {
 	here, elsewhere := 0, false
 	for _, k := range g.keys {
@@ -129,7 +128,7 @@ func (s *scheduler) score(g *readyGroup, pl *place) int {
 // use lies furthest ahead first: items no unfinished job needs, then items
 // only jobs still waiting for their dependencies need, then items of ready
 // jobs, later groups of the ready queue first. The worker evicts in this
-// order when a build would take it past its budget. p.mu is held.
+// order when a build would take it past its budget.
 func (s *scheduler) evictionOrder(pl *place) []uint64 {
 	const notReady = 1 << 30
 	s.cands = s.p.queue.firstGroups(s.cands[:0], 64)

@@ -2,7 +2,7 @@ package engine
 
 import "time"
 
-// dispatch sends Queued jobs to workers that can take them. p.mu is held.
+// dispatch sends Queued jobs to workers that can take them.
 func (s *scheduler) dispatch() {
 	p := s.p
 	if p.failed {
@@ -75,7 +75,6 @@ func (s *scheduler) dispatch() {
 // only where their items are resident, and wait there.) The worker hands
 // a job back unless it has started it; the job is queued again when it
 // comes back (revoked) and goes, most likely, to the idle worker.
-// p.mu is held.
 func (s *scheduler) rebalance() {
 	var idle []*place
 	on := 0 // revokes on their way
@@ -101,7 +100,7 @@ func (s *scheduler) rebalance() {
 
 // busiest returns the place with the most jobs waiting behind the
 // one its worker runs that need no item (and none of them revoked
-// already), and the last of those; or nil, nil. p.mu is held.
+// already), and the last of those; or nil, nil.
 func (s *scheduler) busiest() (*place, *job) {
 	var from *place
 	var last *job

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // frameLink is the parent's half of a conversation in frames (wire.go),
@@ -146,11 +147,11 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 		}
 		switch kind {
 		case frameStarted:
-			id, err := d.started()
+			id, ago, err := d.started()
 			if err != nil {
 				return err
 			}
-			batch = append(batch, note{started: id})
+			batch = append(batch, note{started: id, at: time.Now().Add(-ago)})
 		case frameDone:
 			r, err := d.done()
 			if err != nil {

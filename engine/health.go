@@ -11,7 +11,7 @@ import (
 // handshake, and workers that die, the crash loop included.
 
 // cancelRunning asks the worker that runs j to cancel it, and reports
-// whether it could (a worker holds j's place). p.mu is held.
+// whether it could (a worker holds j's place).
 func (s *scheduler) cancelRunning(j *job, reason string) bool {
 	for _, pl := range s.places {
 		if pl.index == j.worker && pl.l != nil && slices.Contains(pl.inflight, j) {
@@ -26,7 +26,7 @@ func (s *scheduler) cancelRunning(j *job, reason string) bool {
 // checkRunning kills the workers whose running job is past its timeout,
 // or was cancelled, and has not returned within the grace period since;
 // and those that have said nothing for longer than the silence limit
-// while they had jobs. p.mu is held.
+// while they had jobs.
 func (s *scheduler) checkRunning(now time.Time) {
 	cfg := &s.p.cfg
 	if !s.lastAwake.IsZero() && now.Sub(s.lastAwake) > cfg.silence/2 {
@@ -54,7 +54,7 @@ func (s *scheduler) checkRunning(now time.Time) {
 	}
 }
 
-// kill kills the worker of pl now, for the reason k. p.mu is held.
+// kill kills the worker of pl now, for the reason k.
 func (s *scheduler) kill(pl *place, k *killing) {
 	pl.kill = k
 	pl.l.terminate(0)
@@ -63,7 +63,7 @@ func (s *scheduler) kill(pl *place, k *killing) {
 // nextCheck returns when checkRunning has something to check next (zero:
 // nothing): a timeout's or a cancel's grace, a worker's silence; and,
 // while workers have jobs, every quarter of the silence limit, so that a
-// longer gap means that this process did not run. p.mu is held.
+// longer gap means that this process did not run.
 func (s *scheduler) nextCheck(now time.Time) time.Time {
 	cfg := &s.p.cfg
 	var at time.Time
@@ -96,7 +96,7 @@ func (s *scheduler) nextCheck(now time.Time) time.Time {
 }
 
 // checkWorkers fails a RemoteOnly pool that has had jobs left and no
-// live worker for longer than its wait. p.mu is held.
+// live worker for longer than its wait.
 func (s *scheduler) checkWorkers(now time.Time) {
 	wait := s.p.cfg.remoteOnly
 	if wait <= 0 || s.fatal != nil {
@@ -142,7 +142,6 @@ func later(a, b time.Time) time.Time {
 // had answered the handshake, a word on Init). The pool goes on with the
 // workers that serve; with none, it ends. A worker that dies under a job
 // does not count: the job is Aborted or retried, and the worker replaced.
-// p.mu is held.
 func (s *scheduler) died(pl *place, why error, lastWords string) {
 	p := s.p
 	wasReady, stopping, timedOut, k := pl.ready, pl.stopping, pl.timedOut, pl.kill
@@ -210,7 +209,7 @@ func (s *scheduler) died(pl *place, why error, lastWords string) {
 // died in a row without having run a job, the last of them that of pl
 // (for why, having answered the handshake or not, its stderr ending with
 // lastWords). With no other worker that serves, the pool ends; else the
-// error joins Run's and the pool goes on. p.mu is held.
+// error joins Run's and the pool goes on.
 func (s *scheduler) countEarlyDeath(pl *place, why error, wasReady bool, lastWords string) {
 	when := "before the handshake"
 	if wasReady {
@@ -249,7 +248,6 @@ func (s *scheduler) countEarlyDeath(pl *place, why error, wasReady bool, lastWor
 // revoked takes back j, which the worker of pl handed back without
 // starting it (rebalance): it is queued again, where its id puts it
 // before the jobs queued after it, unless it was cancelled meanwhile.
-// p.mu is held.
 func (s *scheduler) revoked(pl *place, j *job) {
 	p := s.p
 	if j.Status() != Running {
@@ -269,7 +267,7 @@ func (s *scheduler) revoked(pl *place, j *job) {
 }
 
 // runEnded ends j, which was running on the worker of pl when it went,
-// or queues it again (Retries). p.mu is held.
+// or queues it again (Retries).
 func (s *scheduler) runEnded(pl *place, j *job, why error, stopping bool) {
 	p := s.p
 	now := time.Now()

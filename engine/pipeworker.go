@@ -19,18 +19,36 @@ import (
 // parent's frames itself; a goroutine reads the control stream, whose
 // cancels and revokes go to ctl. Writes (started, done, state, alive, bye)
 // are serialised: state and alive come from other goroutines than the
-// serve loop's. A done is held until the worker says that the next job
-// started, or is about to wait for the parent, so that a worker that runs
-// its jobs one after the other writes once per job.
+// serve loop's.
+//
+// A worker says that a job started with its reply, or once it has run for
+// startedDelay (the frame says how long ago it began), so that a short job
+// costs one write, and over a network one message. It writes each reply
+// before it starts the next job: a reply it held would be lost with the
+// worker, and the pool would blame its death on a job that had returned.
 type pipeWorker struct {
 	fr  *frameReader
 	ctl jobControl
 
-	mu  sync.Mutex
-	out io.Writer
-	e   enc
-	err error // the write that failed
+	mu    sync.Mutex
+	out   io.Writer
+	e     enc
+	err   error // the write that failed
+	job   runningJob
+	timer *time.Timer // says that job started, after startedDelay
 }
+
+// runningJob is the job a worker runs, or ran last, and whether it has
+// said so.
+type runningJob struct {
+	id   uint64
+	at   time.Time
+	said bool
+}
+
+// startedDelay is how long a job runs before its worker says that it
+// started, if it has not returned.
+const startedDelay = 2 * time.Millisecond
 
 // acceptPipe answers the parent's handshake on a worker's pipes and returns
 // the worker's side of them and the pool's parameters for workers. ctl,
@@ -90,15 +108,25 @@ func (w *pipeWorker) flush() error {
 	return w.err
 }
 
-// send encodes a frame with put and writes it with whatever was held.
+// sayStarted encodes that the running job started, once. w.mu is held.
+func (w *pipeWorker) sayStarted() {
+	if w.job.id != 0 && !w.job.said {
+		w.job.said = true
+		w.e.started(w.job.id, time.Since(w.job.at))
+	}
+}
+
+// send encodes a frame with put and writes it with whatever was held
+// (after saying that the running job started).
 func (w *pipeWorker) send(put func(*enc)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.sayStarted()
 	put(&w.e)
 	return w.flush()
 }
 
-// release writes what is held back.
+// release writes what is encoded and not written yet.
 func (w *pipeWorker) release() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -107,12 +135,6 @@ func (w *pipeWorker) release() error {
 
 func (w *pipeWorker) next() (*task, bool, error) {
 	for {
-		if !w.fr.buffered() {
-			// About to wait for the parent: what is held goes first.
-			if err := w.release(); err != nil {
-				return nil, false, err
-			}
-		}
 		kind, d, err := w.fr.next()
 		if err != nil {
 			return nil, false, err
@@ -140,15 +162,35 @@ func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.ctl.running(id, cancel)
 }
 
-func (w *pipeWorker) started(id uint64, _ time.Time) error {
-	return w.send(func(e *enc) { e.started(id) })
+// started notes that job id began at; the worker says so with its reply,
+// or after startedDelay if it runs that long.
+func (w *pipeWorker) started(id uint64, at time.Time) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.job = runningJob{id: id, at: at}
+	if w.timer == nil {
+		w.timer = time.AfterFunc(startedDelay, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.job.id != 0 && !w.job.said {
+				w.sayStarted()
+				w.flush()
+			}
+		})
+	} else {
+		w.timer.Reset(startedDelay)
+	}
+	return w.err
 }
 
 func (w *pipeWorker) done(r *reply) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.job.id == r.id {
+		w.sayStarted()
+	}
 	w.e.done(r)
-	return w.err // written with the next started, or before a wait
+	return w.flush()
 }
 
 func (w *pipeWorker) state(s *workerState) error {

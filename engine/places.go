@@ -99,8 +99,7 @@ func (pl *place) setResident(rs []residentItem) {
 // waits for a worker (Queued, after this round's dispatch) beyond the
 // workers that will take one soon (starting, or free), up to the bound of
 // the places the scheduler makes. So a pool starts no more workers than
-// it has jobs to run at once, and starts more as its graph widens. p.mu
-// is held.
+// it has jobs to run at once, and starts more as its graph widens.
 func (s *scheduler) grow() {
 	p := s.p
 	if p.state != PoolRunning || s.fatal != nil || s.crashLoop != nil || p.failed || s.own >= s.bound {
@@ -127,7 +126,7 @@ func (s *scheduler) grow() {
 }
 
 // soon reports whether the worker of pl will take a job soon: it is to
-// start, is starting, or is free. p.mu is held.
+// start, is starting, or is free.
 func (pl *place) soon() bool {
 	if pl.removed {
 		return false
@@ -171,7 +170,7 @@ func (s *scheduler) startWorkers(pls []*place) {
 	}
 }
 
-// attach puts the worker of l in pl. p.mu is held.
+// attach puts the worker of l in pl.
 func (s *scheduler) attach(pl *place, l link) {
 	pl.l, pl.ready, pl.stopping, pl.timedOut, pl.saidBye, pl.served, pl.kill = l, false, false, false, false, 0, nil
 	pl.sent = 0
@@ -182,7 +181,7 @@ func (s *scheduler) attach(pl *place, l link) {
 }
 
 // addPlace makes a new place, reading window win: with EvictStale a window
-// of its own (nil: make one), else the pool's. p.mu is held.
+// of its own (nil: make one), else the pool's.
 func (s *scheduler) addPlace(win WindowPublisher) (*place, error) {
 	w := s.shared
 	if win != nil {
@@ -217,7 +216,7 @@ func (s *scheduler) closeWindows() {
 }
 
 // windowFigures returns the publishes of the pool's windows, summed, and
-// the highest generation, as of their last publishes. p.mu is held.
+// the highest generation, as of their last publishes.
 func (s *scheduler) windowFigures() (publishes, gen uint64) {
 	if s.shared != nil {
 		publishes, gen = s.shared.pubs, s.shared.gen
@@ -231,7 +230,7 @@ func (s *scheduler) windowFigures() (publishes, gen uint64) {
 	return publishes, gen
 }
 
-// live counts the places that hold or will hold a worker. p.mu is held.
+// live counts the places that hold or will hold a worker.
 func (s *scheduler) live() int {
 	n := 0
 	for _, pl := range s.places {
@@ -242,8 +241,7 @@ func (s *scheduler) live() int {
 	return n
 }
 
-// checkHandshakes kills the workers whose handshake is overdue. p.mu is
-// held.
+// checkHandshakes kills the workers whose handshake is overdue.
 func (s *scheduler) checkHandshakes(now time.Time) {
 	for _, pl := range s.places {
 		if pl.l != nil && !pl.ready && !pl.stopping && !pl.timedOut && now.After(pl.helloBy) {
@@ -253,7 +251,7 @@ func (s *scheduler) checkHandshakes(now time.Time) {
 	}
 }
 
-// hello marks pl's worker ready. p.mu is held.
+// hello marks pl's worker ready.
 func (s *scheduler) hello(pl *place, h *hello) {
 	pl.ready, pl.pid, pl.host = true, h.pid, h.host
 	if pl.timer != nil {
@@ -263,7 +261,6 @@ func (s *scheduler) hello(pl *place, h *hello) {
 }
 
 // left forgets the worker of pl, which has gone, and keeps its figures.
-// p.mu is held.
 func (s *scheduler) left(pl *place) {
 	for _, j := range pl.inflight {
 		pl.held.drop(j.keys)
@@ -283,7 +280,6 @@ func (s *scheduler) left(pl *place) {
 }
 
 // cacheBytes sums what the workers' caches held at their last reports.
-// p.mu is held.
 func (s *scheduler) cacheBytes() int64 {
 	var n int64
 	for _, pl := range s.places {

@@ -51,7 +51,7 @@ func TestRunnerPolicy(t *testing.T) {
 			}
 			defer win.Close()
 			cache := cachepool.New()
-			r := &runner{win: shmReader{win}, cache: cache, policy: tc.policy, maxValue: DefaultMaxValueSize, base: cachepool.WithCache(context.Background(), cache)}
+			r := &runner{win: shmReader{win}, cache: cache, policy: tc.policy, maxValue: DefaultMaxValueSize, base: context.Background()}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// handle takes one message from a worker, which came at now. p.mu is
-// held.
+// handle takes one message from a worker, which came at now.
 func (s *scheduler) handle(m msg, now time.Time) {
 	if m.pull != nil {
 		for _, m := range m.pull() {
@@ -65,8 +64,7 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	}
 }
 
-// started records that job id began on the worker of pl at now. p.mu is
-// held.
+// started records that job id began on the worker of pl at now.
 func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 	p := s.p
 	if id == 0 || id > uint64(len(p.jobs)) {
@@ -84,7 +82,7 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 }
 
 // done takes the reply to a job that the worker of pl ran, or handed
-// back, which came at now. p.mu is held.
+// back, which came at now.
 func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	p := s.p
 	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
@@ -170,13 +168,12 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 
 // ended records the end of j's run on the worker of pl: its last, which
 // the job's own fields describe (see Job.Attempts), unless it is retried.
-// p.mu is held.
 func (s *scheduler) ended(pl *place, j *job, start, end time.Time, st Status, err error) {
 	j.pid, j.started, j.ended = pl.pid, start, end
 }
 
 // retried records the end of j's run on the worker of pl, which is to be
-// run again. p.mu is held.
+// run again.
 func (s *scheduler) retried(pl *place, j *job, start, end time.Time, err error) {
 	j.attempts = append(j.attempts, Attempt{Worker: pl.index, PID: pl.pid, Start: start, End: end, Status: Aborted, Err: err})
 }

@@ -43,8 +43,11 @@ const (
 	aheadJob       = 100 * time.Millisecond
 )
 
-// scheduler is the state of one Run. Its goroutine alone runs its methods,
-// with p.mu held where they say so; places are also read by Pool.Stats.
+// scheduler is the state of one Run. Its methods run on its own goroutine
+// (the loop's) with p.mu held, but for loop, deliver, startWorkers,
+// closeWindows and shutdown, which take p.mu where they need it and say so:
+// a method that does not say otherwise may assume the lock. Pool.Stats
+// reads the places under p.mu from other goroutines.
 type scheduler struct {
 	p    *Pool
 	tr   transport
@@ -103,7 +106,7 @@ type scheduler struct {
 }
 
 // account brings the memory figures up to now, after the workers' reports
-// or the set of needed items changed. p.mu is held.
+// or the set of needed items changed.
 func (s *scheduler) account(now time.Time) {
 	if !s.acctAt.IsZero() {
 		s.staleSeconds += float64(s.staleBytes) * now.Sub(s.acctAt).Seconds()
@@ -172,7 +175,7 @@ type publication struct {
 }
 
 // collect chooses the windows whose sets changed and the sets to publish
-// in them. p.mu is held.
+// in them.
 func (s *scheduler) collect() {
 	p := s.p
 	if !s.perWorker {
@@ -255,7 +258,6 @@ func (s *scheduler) deliver() {
 }
 
 // overflow reports a window's going over its capacity, or fitting again.
-// p.mu is held.
 func (s *scheduler) overflow(w *window, over bool, worker, items int) {
 	if over == w.over {
 		return

@@ -68,7 +68,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		wc.running(t.id, cancel)
 		wc.started(t.id, rep.start) // a broken pipe shows at the reply
 		r.busy.Store(true)
-		res, panicked, err := call(jctx, fn, t.arg, r.maxValue)
+		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
 		r.busy.Store(false)
 		wc.running(0, nil)
 		r.setJobCancel(nil)
@@ -97,13 +97,16 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	rep.elapsed = time.Since(rep.start)
 	r.cur = nil
 	rep.budgetEvicted = int(r.budgetEvicted.Swap(0))
-	rep.held = r.cache.Stats().Bytes
+	rep.stats = r.cache.Stats()
+	rep.held = rep.stats.Bytes
 	r.lastBytes = rep.held
 	if r.budget > 0 && rep.held > r.budget {
 		rep.overBudget = true
 	}
-	rep.evicted += r.afterJob()
-	rep.stats = r.cache.Stats()
+	if n := r.afterJob(); n > 0 {
+		rep.evicted += n
+		rep.stats = r.cache.Stats()
+	}
 	r.report(rep)
 	return rep
 }
@@ -162,15 +165,16 @@ func (r *runner) heartbeat(wc workerConn, d time.Duration, stop <-chan struct{})
 	}
 }
 
-// call runs fn on arg (ctx carries the worker's cache); a panic comes back
-// as a *PanicError with the stack.
-func call(ctx context.Context, fn *funcEntry, arg []byte, limit int) (res []byte, p *PanicError, err error) {
+// call runs fn on arg with the worker's cache, which its context carries
+// first (an item's Get finds it at once); a panic comes back as a
+// *PanicError with the stack.
+func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache, limit int) (res []byte, p *PanicError, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &PanicError{Op: "job", Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
-	res, err = fn.call(ctx, arg, limit)
+	res, err = fn.call(cachepool.WithCache(ctx, cache), arg, limit)
 	return res, nil, err
 }
 
@@ -185,10 +189,10 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, limit int) (res []byte
 func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
 	defer wc.release()
 	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
-	// A job's context carries the worker's values and cache, and is cancelled
+	// A job's context carries the worker's values, and is cancelled
 	// when the worker's context ends; it is not the worker's context's
 	// child, which would cost each job a registration in it.
-	r.base = cachepool.WithCache(context.WithoutCancel(ctx), cache)
+	r.base = context.WithoutCancel(ctx)
 	defer context.AfterFunc(ctx, func() {
 		r.jobMu.Lock()
 		defer r.jobMu.Unlock()

@@ -208,8 +208,9 @@ type workerConn interface {
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
-	// done reports a finished job. The report may be held back until
-	// the next started, next's wait for the parent, or release.
+	// done reports a finished job. The report may be held back (by a
+	// local worker, whose notes outlive it) until the worker waits for a
+	// task, or release.
 	done(r *reply) error
 	// release sends what is held back.
 	release() error

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 )
@@ -139,10 +140,11 @@ func (e *enc) revoke(id, seq uint64) {
 	e.end(at)
 }
 
-// started tells the parent that job id begins.
-func (e *enc) started(id uint64) {
+// started tells the parent that job id began ago.
+func (e *enc) started(id uint64, ago time.Duration) {
 	at := e.begin(frameStarted)
 	e.uint(id)
+	e.uint(uint64(max(ago, 0)))
 	e.end(at)
 }
 

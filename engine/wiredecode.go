@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -203,9 +204,13 @@ func (d *dec) cancel() (uint64, error) {
 	return id, d.err
 }
 
-func (d *dec) started() (uint64, error) {
+func (d *dec) started() (uint64, time.Duration, error) {
 	id := d.uint()
-	return id, d.err
+	ago := d.uint()
+	if ago > math.MaxInt64 {
+		d.fail()
+	}
+	return id, time.Duration(ago), d.err
 }
 
 func (d *dec) revoke() (id, seq uint64, err error) {
