@@ -123,3 +123,60 @@ func testTicks(t *testing.T, tr transport) {
 	}
 	t.Logf("%d ticks", ticks)
 }
+
+// nap sleeps for its argument, in milliseconds.
+var nap = engine.Register("test.nap", func(ctx context.Context, ms int) (int, error) {
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return ms, nil
+})
+
+// TestStarted: every job that ran has one JobStarted event, after its
+// Running one (sent), and Job.Started is when it began on its worker: a
+// job sent to a worker ahead of the one that worker runs (jobs of less
+// than 100 ms are) starts when that one has ended, not when it was sent.
+func TestStarted(t *testing.T) {
+	modes(t, func(t *testing.T, tr transport) {
+		var rec recorder
+		p := tr.New(t, engine.OnEvent(rec.add))
+		var jobs []*engine.Job[int]
+		for range 12 {
+			jobs = append(jobs, engine.Queue(p, nap, 20))
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		sent := map[int]time.Time{}
+		events := map[int]int{}
+		for _, e := range rec.events {
+			switch {
+			case e.Kind == engine.JobStatus && e.New == engine.Running:
+				sent[e.JobID] = e.Time
+			case e.Kind == engine.JobStarted:
+				events[e.JobID]++
+				if _, ok := sent[e.JobID]; !ok || e.Worker == 0 || e.Attempt != 1 {
+					t.Errorf("JobStarted of job %d (worker %d, attempt %d) before it was sent", e.JobID, e.Worker, e.Attempt)
+				}
+			}
+		}
+		waited := 0
+		for _, j := range jobs {
+			started := j.Started()
+			_, began, _ := j.Times() // as the worker measured it
+			if events[j.ID()] != 1 {
+				t.Errorf("job %d: %d JobStarted events, want 1", j.ID(), events[j.ID()])
+			}
+			// On one host the clocks agree; a started frame costs a pipe's
+			// or the loopback's latency.
+			if started.Before(sent[j.ID()]) || started.Before(began.Add(-5*time.Millisecond)) || started.After(began.Add(time.Second)) {
+				t.Errorf("job %d: sent %v, began %v (its worker), Started %v", j.ID(), sent[j.ID()], began, started)
+			}
+			if started.Sub(sent[j.ID()]) >= 10*time.Millisecond {
+				waited++
+			}
+		}
+		if waited == 0 {
+			t.Error("no job waited at its worker behind another: Started says when a job was sent")
+		}
+		t.Logf("%d of %d jobs began 10 ms or more after they were sent", waited, len(jobs))
+	})
+}
