@@ -53,11 +53,8 @@ type runner struct {
 	budgetEvicted atomic.Int64
 	// busy is set while a job's function runs (for the heartbeat).
 	busy atomic.Bool
-	// base is the parent of the jobs' contexts; jobCancel cancels the
-	// running job's.
-	base      context.Context
-	jobMu     sync.Mutex
-	jobCancel context.CancelCauseFunc
+	// base is the parent of the jobs' contexts.
+	base context.Context
 	// fn is the function of the last task, named fnName.
 	fn     *funcEntry
 	fnName string

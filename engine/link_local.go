@@ -302,6 +302,8 @@ func (w *localWorker) ready() bool {
 	return l.closed || l.stopping || l.head < len(l.queue)
 }
 
+func (w *localWorker) control() *jobControl { return &w.l.ctl }
+
 func (w *localWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.l.ctl.running(id, cancel)
 }

@@ -158,6 +158,8 @@ func (w *pipeWorker) next() (*task, bool, error) {
 
 func (w *pipeWorker) ready() bool { return w.fr.buffered() }
 
+func (w *pipeWorker) control() *jobControl { return &w.ctl }
+
 func (w *pipeWorker) running(id uint64, cancel context.CancelCauseFunc) {
 	w.ctl.running(id, cancel)
 }

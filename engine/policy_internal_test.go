@@ -141,6 +141,7 @@ func (discardConn) alive() error                            { return nil }
 func (discardConn) running(uint64, context.CancelCauseFunc) {}
 func (discardConn) started(uint64, time.Time) error         { return nil }
 func (discardConn) release() error                          { return nil }
+func (discardConn) control() *jobControl                    { return new(jobControl) }
 
 // lastState is the last state a discardConn was given.
 var lastState *workerState

@@ -56,22 +56,20 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		// The job's context ends with the worker's (see serve), at the
 		// job's timeout, or when the parent cancels the job.
 		jctx, cancel := context.WithCancelCause(r.base)
-		r.setJobCancel(cancel)
+		wc.running(t.id, cancel)
 		if ctx.Err() != nil {
-			cancel(context.Cause(ctx))
+			cancel(context.Cause(ctx)) // ended before the job was running
 		}
 		if t.timeout > 0 {
 			var stop context.CancelFunc
 			jctx, stop = context.WithTimeout(jctx, t.timeout)
 			defer stop()
 		}
-		wc.running(t.id, cancel)
 		wc.started(t.id, rep.start) // a broken pipe shows at the reply
 		r.busy.Store(true)
 		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
 		r.busy.Store(false)
 		wc.running(0, nil)
-		r.setJobCancel(nil)
 		switch {
 		case t.timeout > 0 && errors.Is(jctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 			rep.outcome = outcomeTimedOut
@@ -121,14 +119,6 @@ const (
 	// its evictions free back to the system (see freeThreshold).
 	ownHeap
 )
-
-// setJobCancel records the cancel of the running job's context (nil:
-// none), which the end of the worker's context calls.
-func (r *runner) setJobCancel(cancel context.CancelCauseFunc) {
-	r.jobMu.Lock()
-	r.jobCancel = cancel
-	r.jobMu.Unlock()
-}
 
 // errParentCancelled is the cause of a job's context that the parent
 // cancelled.
@@ -193,13 +183,7 @@ func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepoo
 	// when the worker's context ends; it is not the worker's context's
 	// child, which would cost each job a registration in it.
 	r.base = context.WithoutCancel(ctx)
-	defer context.AfterFunc(ctx, func() {
-		r.jobMu.Lock()
-		defer r.jobMu.Unlock()
-		if r.jobCancel != nil {
-			r.jobCancel(context.Cause(ctx))
-		}
-	})()
+	defer context.AfterFunc(ctx, func() { wc.control().cancelRunning(context.Cause(ctx)) })()
 	if params.budget > 0 {
 		cache.SetBeforeBuild(r.beforeBuild)
 		defer cache.SetBeforeBuild(nil)

@@ -202,6 +202,8 @@ type workerConn interface {
 	// running says which task runs now (0: none), and cancel cancels it:
 	// a cancel for that task from the parent calls cancel.
 	running(id uint64, cancel context.CancelCauseFunc)
+	// control is the worker's record of cancels and revokes.
+	control() *jobControl
 	// started tells the parent that job id began at (by the worker's
 	// clock, which a transport may not pass on).
 	started(id uint64, at time.Time) error
