@@ -151,13 +151,17 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 			if err != nil {
 				return err
 			}
-			batch = append(batch, note{started: id, at: time.Now().Add(-ago)})
+			batch = append(batch, note{started: id, at: time.Now().Add(-ago).UnixNano()})
 		case frameDone:
 			r, err := d.done()
 			if err != nil {
 				return err
 			}
-			batch = append(batch, note{done: r})
+			if n := len(batch); n > 0 && batch[n-1].started == r.id && batch[n-1].done == nil {
+				batch[n-1].done = r // the job's start and end in one note
+			} else {
+				batch = append(batch, note{done: r})
+			}
 		case frameState:
 			st, err := d.state()
 			if err != nil {

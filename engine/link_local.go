@@ -311,7 +311,7 @@ func (w *localWorker) running(id uint64, cancel context.CancelCauseFunc) {
 // started notes that job id began at (the pool's clock): at once if the
 // worker has no other task in hand.
 func (w *localWorker) started(id uint64, at time.Time) error {
-	w.l.note(note{started: id, at: at}, true)
+	w.l.note(note{started: id, at: at.UnixNano()}, true)
 	return nil
 }
 

@@ -38,14 +38,15 @@ func (s *scheduler) handle(m msg, now time.Time) {
 		s.hello(pl, m.hello)
 	case m.notes != nil:
 		for _, n := range m.notes {
-			if n.done != nil {
-				s.done(pl, n.done, now)
-			} else {
-				at := n.at
-				if at.IsZero() {
-					at = now
+			if n.started != 0 {
+				at := now
+				if n.at != 0 {
+					at = time.Unix(0, n.at)
 				}
 				s.started(pl, n.started, at)
+			}
+			if n.done != nil {
+				s.done(pl, n.done, now)
 			}
 		}
 	case m.state != nil && pl.saidBye:

@@ -120,12 +120,12 @@ type hello struct {
 	win  WindowPublisher
 }
 
-// A note says that a job began on its worker (started, its id) or ended
-// (done): a worker that takes its jobs one after the other says that the
-// next began in the same breath as it reports the last.
+// A note says that a job began on its worker (started, its id, at the
+// pool's time at in Unix ns; 0: when the note came), or ended (done), or
+// both: a short job's start comes with its end.
 type note struct {
 	started uint64
-	at      time.Time // when it started, where the worker shares the pool's clock
+	at      int64
 	done    *reply
 }
 
