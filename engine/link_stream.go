@@ -62,7 +62,7 @@ func newStreamLink(w RemoteWorker, params workerParams, out chan<- msg) *streamL
 		l.close()
 		l.r.Close()
 		why := errors.New("its connection ended")
-		if err != nil && err != io.EOF {
+		if err != io.EOF {
 			why = fmt.Errorf("its connection ended: %w", err)
 		}
 		out <- msg{from: l, died: why}
