@@ -25,11 +25,18 @@ var dieOnce = engine.Register("test.dieonce", func(ctx context.Context, path str
 	return "ok", nil
 })
 
-// sleepDeaf sleeps for d whatever its context says, and returns d.
+// sleepDeaf sleeps for d whatever its context says, and returns d; in
+// this process (serial mode) it says on deafReturned that it has returned.
 var sleepDeaf = engine.Register("test.sleepdeaf", func(ctx context.Context, d time.Duration) (time.Duration, error) {
 	time.Sleep(d)
+	select {
+	case deafReturned <- struct{}{}:
+	default:
+	}
 	return d, nil
 })
+
+var deafReturned = make(chan struct{}, 16)
 
 // markDeaf creates the file at path, then sleeps for a minute whatever its
 // context says.
@@ -194,6 +201,9 @@ func TestTimeoutKill(t *testing.T) {
 // be killed; it is failed after the grace period and left to return, and
 // the pool goes on with a new in-process worker.
 func TestTimeoutSerial(t *testing.T) {
+	for len(deafReturned) > 0 {
+		<-deafReturned // said by an earlier test
+	}
 	p := engine.New(engine.Workers(0), engine.Timeout(100*time.Millisecond), engine.CancelGrace(100*time.Millisecond))
 	deaf := engine.Queue(p, sleepDeaf, time.Second)
 	next := engine.Queue(p, square, 5)
@@ -207,7 +217,12 @@ func TestTimeoutSerial(t *testing.T) {
 	if v, err := next.Result(); err != nil || v != 25 {
 		t.Errorf("next job: %d, %v", v, err)
 	}
-	time.Sleep(time.Second) // let the abandoned job return before the test ends
+	// The abandoned job returns before the test ends.
+	select {
+	case <-deafReturned:
+	case <-time.After(time.Minute):
+		t.Error("the abandoned job had not returned a minute later")
+	}
 }
 
 // TestCancelRunningKill: a running job that ignores its context is
