@@ -20,6 +20,7 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // envParent makes the test binary a pool that listens with the join file
@@ -85,21 +86,9 @@ func newGate(t *testing.T) (name string, open func()) {
 	return name, open
 }
 
-// poll calls cond every 10 ms until it holds, and returns an error naming
-// what it waited for if ctx ends or a minute passes first.
+// poll checks cond until it holds, ctx ends, or a minute passes.
 func poll(ctx context.Context, what string, cond func() bool) error {
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waited a minute for %s", what)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil
+	return proctest.Poll(ctx, what, 10*time.Millisecond, cond)
 }
 
 // fileExists reports whether path exists.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // envRole makes the test binary play a part instead of running the tests.
@@ -67,19 +68,7 @@ func TestMain(m *testing.M) {
 	}
 }
 
-// poll calls cond every millisecond until it holds, and returns an error
-// naming what it waited for if ctx ends or a minute passes first.
+// poll checks cond until it holds, ctx ends, or a minute passes.
 func poll(ctx context.Context, what string, cond func() bool) error {
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waited a minute for %s", what)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return nil
+	return proctest.Poll(ctx, what, time.Millisecond, cond)
 }

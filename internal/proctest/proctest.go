@@ -6,6 +6,7 @@ package proctest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,4 +176,21 @@ func InheritedFDs() (map[int]string, error) {
 		}
 	}
 	return fds, nil
+}
+
+// Poll checks cond every period until it holds, ctx ends, or a minute
+// passes; the error says what it waited for (what).
+func Poll(ctx context.Context, what string, period time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited a minute for %s", what)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		case <-time.After(period):
+		}
+	}
+	return nil
 }
