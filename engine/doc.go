@@ -139,6 +139,9 @@
 // engine's own workers, a key-value entry for the cluster's), and the
 // pool publishes without holding its lock, so that a publish that crosses
 // a network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
+// [StartWorkerProcess] starts, for a pool elsewhere, the same worker
+// process as a pool's own, whose frames its starter relays and whose
+// shared-memory window it publishes with the pool's generations.
 //
 // A job is Running once it has been sent to a worker: a worker that is
 // sent short jobs ahead runs them one after the other, and says when each
@@ -177,7 +180,8 @@ package engine
 // The seam: transport.go (the transport and link interfaces, the messages),
 // window.go (the window interfaces and the shared-memory window). The links:
 // link_process.go (worker processes over pipes), link_stream.go (workers
-// over streams: Admit), link_local.go (goroutines), framelink.go (the
+// over streams: Admit), link_local.go (goroutines), workerprocess.go (a
+// worker process started for a pool elsewhere), framelink.go (the
 // parent's half of the frames, shared by the first two), wire.go and
 // wiredecode.go (the frames), codec.go (job values), proc_linux.go and
 // proc_other.go (how a worker process is started).

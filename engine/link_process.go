@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/spawn"
+	"github.com/poolrun/poolrun/shm"
 )
 
 // The process link: a worker is a process (this binary, re-executed) that
@@ -43,16 +44,40 @@ func (t *processTransport) newWindow() (WindowPublisher, error) { return t.windo
 
 func (t *processTransport) close() {}
 
-// start starts a worker process for place index, from the spawning thread
-// (see internal/spawn), with its link's goroutines.
+// start starts a worker process for place index, with its link's
+// goroutines.
 func (t *processTransport) start(index int, win WindowPublisher) (link, error) {
 	w := t.windows.of(win)
 	if w == nil {
 		return nil, errors.New("engine: a worker process reads a window of its transport's making")
 	}
+	sp, err := spawnWorker(w, t.output)
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
+	}
+	l := &processLink{spawned: sp}
+	l.init(l, sp.jobsW, sp.ctlW, sp.repR, t.params)
+	l.begin(index)
+	go l.run(t.out)
+	return l, nil
+}
+
+// spawned is a worker process just started: the parent's ends of its
+// pipes, and the copies of its output.
+type spawned struct {
+	cmd            *exec.Cmd
+	jobsW, ctlW    *os.File // to the worker
+	repR           *os.File // from the worker
+	stdout, stderr *outputCopy
+}
+
+// spawnWorker starts a worker process that reads window w, from the
+// spawning thread (see internal/spawn); what it prints goes to output's
+// writers.
+func spawnWorker(w *shm.Window, output workerOutput) (*spawned, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("engine: finding this program to start workers: %w", err)
+		return nil, fmt.Errorf("finding this program to start workers: %w", err)
 	}
 	// The parent's ends are non-blocking (its goroutines wait in the network
 	// poller, holding no thread); exec hands the worker its ends in blocking
@@ -79,31 +104,16 @@ func (t *processTransport) start(index int, win WindowPublisher) (link, error) {
 	lp.closeWorkers()
 	if err != nil {
 		lp.closeParents()
-		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
+		return nil, err
 	}
-	l := &processLink{cmd: cmd}
-	l.init(l, lp.jobsW, lp.ctlW, lp.repR, t.params)
-	l.stdout = startCopy(lp.outR, t.output.out(), false)
-	l.stderr = startCopy(lp.errR, t.output.err(), true)
-	l.begin(index)
-	go l.run(t.out)
-	return l, nil
+	return &spawned{cmd: cmd, jobsW: lp.jobsW, ctlW: lp.ctlW, repR: lp.repR,
+		stdout: startCopy(lp.outR, output.out(), false), stderr: startCopy(lp.errR, output.err(), true)}, nil
 }
 
-// processLink is the scheduler's link to a worker process.
-type processLink struct {
-	frameLink
-	cmd *exec.Cmd
-	// The worker's stdout and stderr, passed on; the stderr copy keeps
-	// its tail.
-	stdout, stderr *outputCopy
-}
-
-func (l *processLink) pid() int { return l.cmd.Process.Pid }
-
-// terminate sends SIGTERM, and SIGKILL after grace (at once without).
-func (l *processLink) terminate(grace time.Duration) {
-	p := l.cmd.Process
+// terminate sends the worker SIGTERM, and SIGKILL after grace (at once
+// without).
+func (sp *spawned) terminate(grace time.Duration) {
+	p := sp.cmd.Process
 	if grace <= 0 {
 		p.Kill()
 		return
@@ -112,32 +122,19 @@ func (l *processLink) terminate(grace time.Duration) {
 	time.AfterFunc(grace, func() { p.Kill() })
 }
 
-// run reports what the worker says until its replies end, then its end.
-func (l *processLink) run(out chan<- msg) {
-	err := l.read(out, hello{})
-	if err != io.EOF {
-		// The worker said something this parent cannot follow: it is
-		// lost whatever it does next.
-		l.cmd.Process.Kill()
-	}
-	l.close()
-	l.r.Close()
-	why := l.wait(err)
-	out <- msg{from: l, died: why, lastWords: l.stderr.last()}
-}
-
-// wait waits for the worker's end and describes it.
-func (l *processLink) wait(readErr error) error {
-	err := l.cmd.Wait()
+// wait waits for the worker's end and describes it; readErr is why the
+// parent stopped reading its replies, if not their end.
+func (sp *spawned) wait(readErr error) error {
+	err := sp.cmd.Wait()
 	// Whatever the worker's jobs started and left running in its process
 	// group ends with it (see workerSysProcAttr). The group's id is the
 	// worker's pid, which no new process takes while the group has
 	// members, and which was the worker's until just now.
-	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+	syscall.Kill(-sp.cmd.Process.Pid, syscall.SIGKILL)
 	// Nothing it printed comes after its end is reported.
 	drained := time.Now().Add(outputDrain)
-	l.stdout.end(drained)
-	l.stderr.end(drained)
+	sp.stdout.end(drained)
+	sp.stderr.end(drained)
 	if err == nil {
 		if readErr != nil && readErr != io.EOF {
 			return fmt.Errorf("exited with status 0 after %v", readErr)
@@ -152,6 +149,28 @@ func (l *processLink) wait(readErr error) error {
 		return fmt.Errorf("exited with status %d", ee.ExitCode())
 	}
 	return err
+}
+
+// processLink is the scheduler's link to a worker process.
+type processLink struct {
+	frameLink
+	*spawned
+}
+
+func (l *processLink) pid() int { return l.cmd.Process.Pid }
+
+// run reports what the worker says until its replies end, then its end.
+func (l *processLink) run(out chan<- msg) {
+	err := l.read(out, hello{})
+	if err != io.EOF {
+		// The worker said something this parent cannot follow: it is
+		// lost whatever it does next.
+		l.cmd.Process.Kill()
+	}
+	l.close()
+	l.r.Close()
+	why := l.wait(err)
+	out <- msg{from: l, died: why, lastWords: l.stderr.last()}
 }
 
 // linkPipes are the pipes of a worker process: jobs and control (parent to

@@ -30,6 +30,10 @@ var (
 	// that marks an empty slot.
 	ErrZeroKey = errors.New("shm: key 0 is reserved")
 
+	// ErrGeneration is returned (wrapped) by [Window.PublishAt] for a
+	// generation that is odd, 0, or not above the window's.
+	ErrGeneration = errors.New("shm: not a generation to publish at")
+
 	// ErrReadOnly is returned by [Window.Publish] on a window mapped by [Open].
 	ErrReadOnly = errors.New("shm: window is read-only")
 

@@ -223,6 +223,24 @@ func (w *Window) SetStallTimeout(d time.Duration) {
 // serialised; each costs one atomic store per slot that changed, and the
 // wake when the set changed.
 func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
+	return w.publishAt(keys, 0)
+}
+
+// PublishAt publishes keys as Publish does, and sets the generation to gen,
+// which must be even and greater than the current generation
+// ([ErrGeneration] otherwise; nothing is published): for a window that
+// mirrors one published elsewhere, with that one's generations, so that a
+// job stamped there waits here for the same set. An unchanged set moves
+// the generation too (and wakes the waiters).
+func (w *Window) PublishAt(keys []uint64, gen uint64) (uint64, error) {
+	if gen == 0 || gen%2 != 0 {
+		return 0, fmt.Errorf("%w: %d is not an even generation above 0", ErrGeneration, gen)
+	}
+	return w.publishAt(keys, gen)
+}
+
+// publishAt is Publish, with the generation set to at if at is not 0.
+func (w *Window) publishAt(keys []uint64, at uint64) (gen uint64, err error) {
 	if !w.writable {
 		return 0, ErrReadOnly
 	}
@@ -243,8 +261,12 @@ func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
 		w.scratch = next
 		return w.h.seq.Load(), ErrZeroKey
 	}
+	if seq := w.h.seq.Load(); at != 0 && at <= seq {
+		w.scratch = next
+		return seq, fmt.Errorf("%w: %d, the window is at %d", ErrGeneration, at, seq)
+	}
 	over := len(next) > w.capacity
-	if over == w.overflow && slices.Equal(next, w.cur) {
+	if at == 0 && over == w.overflow && slices.Equal(next, w.cur) {
 		w.scratch = next
 		gen = w.h.seq.Load()
 		if over {
@@ -276,6 +298,9 @@ func (w *Window) Publish(keys []uint64) (gen uint64, err error) {
 		}
 	}
 	gen = seq + 2
+	if at != 0 {
+		gen = at
+	}
 	w.h.seq.Store(gen) // even: readers may use what they read
 	// After the store, never before: a waiter that reads the sequence before
 	// this store is asleep in the kernel, or about to fail the kernel's

@@ -148,6 +148,51 @@ func TestGeneration(t *testing.T) {
 	}
 }
 
+// TestPublishAt: a window that mirrors another takes that one's
+// generations: the set and the generation are published together, an
+// unchanged set still moves the generation (a waiter for it wakes), and a
+// generation that is odd or not above the window's is refused with
+// nothing published.
+func TestPublishAt(t *testing.T) {
+	w := create(t, 8)
+	r := open(t, w)
+	if gen, err := w.PublishAt([]uint64{3, 1}, 10); err != nil || gen != 10 {
+		t.Fatalf("PublishAt at 10: %d, %v", gen, err)
+	}
+	woke := make(chan uint64, 1)
+	go func() {
+		g, _ := r.WaitGen(14, time.Now().Add(time.Minute))
+		woke <- g
+	}()
+	if gen, err := w.PublishAt([]uint64{1, 3}, 14); err != nil || gen != 14 {
+		t.Fatalf("PublishAt of the same set at 14: %d, %v", gen, err)
+	}
+	select {
+	case g := <-woke:
+		if g != 14 {
+			t.Errorf("the waiter for 14 woke at %d", g)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiter for generation 14 was not woken")
+	}
+	for _, gen := range []uint64{0, 15, 14, 12} {
+		if _, err := w.PublishAt([]uint64{7}, gen); !errors.Is(err, shm.ErrGeneration) {
+			t.Errorf("PublishAt at %d (the window at 14): %v, want ErrGeneration", gen, err)
+		}
+	}
+	s, err := r.Snapshot(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Gen != 14 || !slices.Equal(s.Keys, []uint64{1, 3}) {
+		t.Errorf("snapshot at %d of %v, want 14 and [1 3]", s.Gen, s.Keys)
+	}
+	// Publish goes on from the mirrored generation.
+	if gen, err := w.Publish([]uint64{4}); err != nil || gen != 16 {
+		t.Errorf("Publish after PublishAt: %d, %v; want 16", gen, err)
+	}
+}
+
 func TestZeroKeyRefused(t *testing.T) {
 	w := create(t, 8)
 	gen, _ := w.Publish([]uint64{7})
