@@ -239,81 +239,147 @@ func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader
 // to write in the pool's output folders ([Join.CheckOutputs]), or it does
 // not join.
 func Work(ctx context.Context, joinFile string) error {
-	j, err := ReadJoinFile(joinFile)
+	s, err := dial(joinFile, "poolrun worker")
 	if err != nil {
 		return err
 	}
-	if err := j.CheckOutputs(); err != nil {
-		return err
-	}
-	lost := make(chan struct{})
-	var lostOnce sync.Once
-	copts, err := connectOptions(j)
-	if err != nil {
-		return err
-	}
-	nc, err := nats.Connect(j.URL, append(copts, nats.Name("poolrun worker"), nats.MaxReconnects(0), nats.Timeout(connectWait),
-		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(lost) }) }))...)
-	if err != nil {
-		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
-	}
-	defer nc.Close()
-	// The pool says when it has ended: what fails after that is no error.
-	ended := make(chan struct{})
-	var endOnce sync.Once
-	endSub, err := nc.Subscribe(endSubject, func(*nats.Msg) { endOnce.Do(func() { close(ended) }) })
-	if err != nil {
-		return err
-	}
-	defer endSub.Unsubscribe()
-	// The server has the subscription before this worker asks to join: a
-	// notice sent after the question reaches it.
-	if err := nc.Flush(); err != nil {
-		return fmt.Errorf("cluster: joining %s: %w", j.URL, err)
-	}
-	poolEnded := func() bool {
-		select {
-		case <-ended:
-			return true
-		case <-lost:
-			// The end notice comes before the connection's end; give its
-			// handler a moment. A server that closes a connection the
-			// worker has just written to may drop what it had sent
-			// (a reset): a join file that is gone says the end too, to
-			// a worker on the pool's host.
-			select {
-			case <-ended:
-				return true
-			case <-time.After(100 * time.Millisecond):
-				_, err := os.Stat(joinFile)
-				return errors.Is(err, os.ErrNotExist)
-			}
-		default:
-			return false
-		}
-	}
+	defer s.close()
 	id := nuid.Next()
-	jobs, err := newStreamReader(nc, workerSubject(id, "jobs"))
+	jobs, err := newStreamReader(s.nc, workerSubject(id, "jobs"))
 	if err != nil {
 		return err
 	}
 	defer jobs.Close()
-	ctl, err := newStreamReader(nc, workerSubject(id, "ctl"))
+	ctl, err := newStreamReader(s.nc, workerSubject(id, "ctl"))
 	if err != nil {
 		return err
 	}
 	defer ctl.Close()
-	js, err := nc.JetStream()
+	if err := s.join(ctx, id, os.Getpid()); err != nil {
+		if errors.Is(err, errPoolEnded) {
+			return nil
+		}
+		return err
+	}
+	win, err := newKVReader(s.kv, id)
 	if err != nil {
 		return err
 	}
+	defer win.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.ping(ctx, id, func() {
+		cancel()
+		jobs.Close() // the pool is gone: stop waiting for jobs
+	})
+	rep := newStreamWriter(s.nc, workerSubject(id, "rep"))
+	err = engine.Serve(ctx, jobs, flushedWriter{rep}, ctl, win)
+	rep.Close()
+	if err != nil && s.poolEnded() {
+		return nil // it ended as this worker joined
+	}
+	return err
+}
+
+// A session is a worker's (or a host agent's) connection to the pool of a
+// join file.
+type session struct {
+	j        Join
+	joinFile string
+	nc       *nats.Conn
+	kv       nats.KeyValue
+	endSub   *nats.Subscription
+	lost     chan struct{} // the connection ended
+	ended    chan struct{} // the pool said that it has ended
+}
+
+// errPoolEnded says that the pool ended before a worker could join it.
+var errPoolEnded = errors.New("cluster: the pool has ended")
+
+// dial connects to the pool of joinFile, after checking that this host can
+// write in its output folders; name names the client to the server.
+func dial(joinFile, name string) (*session, error) {
+	j, err := ReadJoinFile(joinFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.CheckOutputs(); err != nil {
+		return nil, err
+	}
+	copts, err := connectOptions(j)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{j: j, joinFile: joinFile, lost: make(chan struct{}), ended: make(chan struct{})}
+	var lostOnce, endOnce sync.Once
+	s.nc, err = nats.Connect(j.URL, append(copts, nats.Name(name), nats.MaxReconnects(0), nats.Timeout(connectWait),
+		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(s.lost) }) }))...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
+	}
+	// The pool says when it has ended: what fails after that is no error.
+	s.endSub, err = s.nc.Subscribe(endSubject, func(*nats.Msg) { endOnce.Do(func() { close(s.ended) }) })
+	if err != nil {
+		s.nc.Close()
+		return nil, err
+	}
+	// The server has the subscription before this worker asks to join: a
+	// notice sent after the question reaches it.
+	if err := s.nc.Flush(); err != nil {
+		s.nc.Close()
+		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
+	}
+	js, err := s.nc.JetStream()
+	if err != nil {
+		s.nc.Close()
+		return nil, err
+	}
+	if s.kv, err = js.KeyValue(bucketName); err != nil {
+		s.nc.Close()
+		return nil, fmt.Errorf("cluster: the window: %w", err)
+	}
+	return s, nil
+}
+
+func (s *session) close() {
+	s.endSub.Unsubscribe()
+	s.nc.Close()
+}
+
+// poolEnded reports whether the pool has said that it ended.
+func (s *session) poolEnded() bool {
+	select {
+	case <-s.ended:
+		return true
+	case <-s.lost:
+		// The end notice comes before the connection's end; give its
+		// handler a moment. A server that closes a connection the
+		// worker has just written to may drop what it had sent
+		// (a reset): a join file that is gone says the end too, to
+		// a worker on the pool's host.
+		select {
+		case <-s.ended:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			_, err := os.Stat(s.joinFile)
+			return errors.Is(err, os.ErrNotExist)
+		}
+	default:
+		return false
+	}
+}
+
+// join asks the pool to admit worker id (process pid), whose jobs and
+// control subjects are subscribed already. The pool may not run yet (its
+// join file is written before): it asks again while nobody answers, for
+// up to joinWait. It returns errPoolEnded if the pool has ended.
+func (s *session) join(ctx context.Context, id string, pid int) error {
 	host, _ := os.Hostname()
-	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
-	// The pool may not run yet (its join file is written before): ask
-	// again while nobody answers, for up to joinWait.
+	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: pid, Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
 	var m *nats.Msg
+	var err error
 	for start := time.Now(); ; {
-		m, err = nc.Request(joinSubject, req, 10*time.Second)
+		m, err = s.nc.Request(joinSubject, req, 10*time.Second)
 		if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > joinWait {
 			break
 		}
@@ -321,15 +387,15 @@ func Work(ctx context.Context, joinFile string) error {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-ended:
-			return nil
+		case <-s.ended:
+			return errPoolEnded
 		}
 	}
 	if err != nil {
-		if poolEnded() {
-			return nil
+		if s.poolEnded() {
+			return errPoolEnded
 		}
-		return fmt.Errorf("cluster: asking %s to join: %w", j.URL, err)
+		return fmt.Errorf("cluster: asking %s to join: %w", s.j.URL, err)
 	}
 	var a joinAnswer
 	if err := json.Unmarshal(m.Data, &a); err != nil {
@@ -338,44 +404,28 @@ func Work(ctx context.Context, joinFile string) error {
 	if a.Refused != "" {
 		return fmt.Errorf("cluster: the pool refused this worker: %s", a.Refused)
 	}
-	kv, err := js.KeyValue(bucketName)
-	if err != nil {
-		return fmt.Errorf("cluster: the window: %w", err)
-	}
-	win, err := newKVReader(kv, id)
-	if err != nil {
-		return err
-	}
-	defer win.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		t := time.NewTicker(pingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				nc.Publish(workerSubject(id, "ping"), nil)
-			case <-lost:
-				cancel()
-				jobs.Close() // the pool is gone: stop waiting for jobs
-				return
-			case <-ended:
-				cancel()
-				jobs.Close()
-				return
-			case <-ctx.Done():
-				return
-			}
+	return nil
+}
+
+// ping says that worker id lives, every pingEvery, until ctx ends; when
+// the connection or the pool ends, it calls gone and returns.
+func (s *session) ping(ctx context.Context, id string, gone func()) {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.nc.Publish(workerSubject(id, "ping"), nil)
+		case <-s.lost:
+			gone()
+			return
+		case <-s.ended:
+			gone()
+			return
+		case <-ctx.Done():
+			return
 		}
-	}()
-	rep := newStreamWriter(nc, workerSubject(id, "rep"))
-	err = engine.Serve(ctx, jobs, flushedWriter{rep}, ctl, win)
-	rep.Close()
-	if err != nil && poolEnded() {
-		return nil // it ended as this worker joined
 	}
-	return err
 }
 
 // flushedWriter is the writer of a worker's replies: a write returns once
