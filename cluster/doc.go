@@ -52,13 +52,22 @@
 //
 // A worker is the pool's own program (the same registered functions): its
 // main calls engine.Init first, as every poolrun program does, and then
-// [Work] with the join file (poolrun: `poolrun worker --join-file F -j N`
-// runs N of them). Work subscribes to its subjects, asks to join, and
-// serves jobs with engine.Serve until the pool stops it, its connection
-// ends, or its context ends. A pool that is not running yet is asked again
-// for up to a minute. A worker of another build or protocol is refused with
-// a message that names both builds. [Dial] connects to a pool as a worker
-// does, for tools that look into a live pool.
+// [Agent] or [Work] with the join file. [Agent] is a host's agent (poolrun:
+// `poolrun worker --join-file F -j N`): one connection to the pool's
+// server, and N worker processes behind it, the very processes a local
+// pool starts (engine.StartWorkerProcess); each joins as a worker of its
+// own, the agent relays its frames between its pipes and its subjects, and
+// writes its window, in shared memory, from the pool's sets at the pool's
+// generations, so that the workers read it with atomic loads as on the
+// pool's host. The agent replaces a worker process that dies while the
+// pool runs; asked to stop, its workers leave as a worker of Work does.
+// [Work] is one worker in this process, with a connection of its own: it
+// subscribes to its subjects, asks to join, and serves jobs with
+// engine.Serve until the pool stops it, its connection ends, or its
+// context ends. A pool that is not running yet is asked again for up to a
+// minute. A worker of another build or protocol is refused with a message
+// that names both builds. [Dial] connects to a pool as a worker does, for
+// tools that look into a live pool.
 //
 // # On the wire
 //
@@ -85,8 +94,12 @@
 // engine.ErrWorkerDied, or run again where retries were asked for): a long
 // reply may hold the pings back. A worker sends each reply through to the
 // server (a flush) before it runs its next job, so that a finished job's
-// result does not die with a worker that its next job kills. A worker
-// whose connection to the pool's server ends (the pool died) exits at once.
+// result does not die with a worker that its next job kills; an agent's
+// worker writes it to its pipe first, which outlives the worker, and the
+// agent sends on, with a flush, what it reads there. A worker (or agent)
+// whose connection to the pool's server ends (the pool died) exits at
+// once; an agent's workers end with it. An agent killed takes its workers'
+// jobs with it: the pool gives them up after the silence of 3 s.
 //
 // # The window
 //
@@ -122,16 +135,16 @@
 //     engine.EvictStale every entry is written when the items of the jobs
 //     not yet sent change, and one worker's when only the items of its own
 //     jobs do.
-//   - Subjects and connections: 4 subjects, one connection and one
-//     key-value watch per worker on one embedded server, and the pool's one
-//     connection carries every worker's streams and pings.
+//   - Subjects: 4 subjects and one key-value watch per worker on one
+//     embedded server (one connection per host, its agent's), and the
+//     pool's one connection carries every worker's streams and pings.
 //   - The scheduler: one dispatch loop in the pool's process sends every
 //     job and takes every reply, so short jobs on many workers wait for
 //     the pool.
 //
-// What would lift them: one window watcher per host that writes the
-// shared-memory window of that host's workers (fan-out grows with hosts,
-// not workers); subjects per host
+// What would lift them: one window message per host for the agent to
+// spread over its workers' shared-memory windows (fan-out that grows with
+// hosts, not workers); subjects per host
 // rather than per worker; and batches of jobs per message to a host. The
 // figures (jobs/s by worker count, the time for a change of the window to
 // reach the workers) are in bench/README.md, with their commands.

@@ -70,6 +70,9 @@ type joinRequest struct {
 // joinAnswer is the pool's answer: "" to go on, else why not.
 type joinAnswer struct {
 	Refused string `json:"refused,omitempty"`
+	// Capacity is the pool's window capacity (engine.WindowCapacity),
+	// for an agent's windows in shared memory.
+	Capacity int `json:"capacity,omitempty"`
 }
 
 // A Listener is a pool's side of the cluster: its server, its join file,
@@ -80,6 +83,10 @@ type Listener struct {
 	kv       nats.KeyValue
 	joinFile string
 }
+
+// Clients is the number of clients connected to the pool's server now:
+// the pool's own connection, and one per worker or host agent.
+func (l *Listener) Clients() int { return l.srv.Clients() }
 
 // Listen starts the pool's server on addr (see [Start], which takes the
 // options) and writes the join file at joinFile. Pass l.Option() to
@@ -177,7 +184,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 		}
 		// The worker subscribed before asking; the answer goes before
 		// the handshake, which it then reads.
-		answer(joinAnswer{})
+		answer(joinAnswer{Capacity: p.WindowCapacity()})
 		nc.Flush()
 		if err := p.Admit(w); err != nil {
 			rep.Close()
@@ -255,7 +262,7 @@ func Work(ctx context.Context, joinFile string) error {
 		return err
 	}
 	defer ctl.Close()
-	if err := s.join(ctx, id, os.Getpid()); err != nil {
+	if _, err := s.join(ctx, id, os.Getpid()); err != nil {
 		if errors.Is(err, errPoolEnded) {
 			return nil
 		}
@@ -370,14 +377,14 @@ func (s *session) poolEnded() bool {
 }
 
 // join asks the pool to admit worker id (process pid), whose jobs and
-// control subjects are subscribed already. The pool may not run yet (its
-// join file is written before): it asks again while nobody answers, for
-// up to joinWait. It returns errPoolEnded if the pool has ended.
-func (s *session) join(ctx context.Context, id string, pid int) error {
+// control subjects are subscribed already, and returns the pool's window
+// capacity. The pool may not run yet (its join file is written before): it
+// asks again while nobody answers, for up to joinWait. It returns
+// errPoolEnded if the pool has ended.
+func (s *session) join(ctx context.Context, id string, pid int) (capacity int, err error) {
 	host, _ := os.Hostname()
 	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: pid, Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
 	var m *nats.Msg
-	var err error
 	for start := time.Now(); ; {
 		m, err = s.nc.Request(joinSubject, req, 10*time.Second)
 		if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > joinWait {
@@ -386,25 +393,25 @@ func (s *session) join(ctx context.Context, id string, pid int) error {
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-s.ended:
-			return errPoolEnded
+			return 0, errPoolEnded
 		}
 	}
 	if err != nil {
 		if s.poolEnded() {
-			return errPoolEnded
+			return 0, errPoolEnded
 		}
-		return fmt.Errorf("cluster: asking %s to join: %w", s.j.URL, err)
+		return 0, fmt.Errorf("cluster: asking %s to join: %w", s.j.URL, err)
 	}
 	var a joinAnswer
 	if err := json.Unmarshal(m.Data, &a); err != nil {
-		return fmt.Errorf("cluster: the pool's answer: %w", err)
+		return 0, fmt.Errorf("cluster: the pool's answer: %w", err)
 	}
 	if a.Refused != "" {
-		return fmt.Errorf("cluster: the pool refused this worker: %s", a.Refused)
+		return 0, fmt.Errorf("cluster: the pool refused this worker: %s", a.Refused)
 	}
-	return nil
+	return a.Capacity, nil
 }
 
 // ping says that worker id lives, every pingEvery, until ctx ends; when

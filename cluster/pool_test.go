@@ -105,6 +105,10 @@ const envMarks = "POOLRUN_TEST_MARKS"
 // file it names.
 const envJoin = "POOLRUN_TEST_JOIN"
 
+// envAgent makes the test binary a host agent of two workers for the pool
+// whose join file it names.
+const envAgent = "POOLRUN_TEST_AGENT"
+
 func TestMain(m *testing.M) {
 	engine.Init()
 	// A race-enabled program sleeps a second when it exits (the race
@@ -115,6 +119,17 @@ func TestMain(m *testing.M) {
 	}
 	if f := os.Getenv(envParent); f != "" {
 		os.Exit(parent(f))
+	}
+	if f := os.Getenv(envAgent); f != "" {
+		// As poolrun worker -j 2: SIGTERM asks the agent to leave.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		err := cluster.Agent(ctx, f, 2, nil, nil)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if f := os.Getenv(envJoin); f != "" {
 		// As poolrun worker: SIGTERM asks the worker to leave.

@@ -209,6 +209,10 @@ func (s *Server) waitWritten(d time.Duration) {
 	}
 }
 
+// Clients is the number of clients connected to the server now: the
+// pool's own connection, and one per worker or host agent.
+func (s *Server) Clients() int { return s.ns.NumClients() }
+
 func (s *Server) Close() error {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()

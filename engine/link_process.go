@@ -51,7 +51,7 @@ func (t *processTransport) start(index int, win WindowPublisher) (link, error) {
 	if w == nil {
 		return nil, errors.New("engine: a worker process reads a window of its transport's making")
 	}
-	sp, err := spawnWorker(w, t.output)
+	sp, err := spawnWorker(w, t.output, nil)
 	if err != nil {
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
@@ -72,9 +72,9 @@ type spawned struct {
 }
 
 // spawnWorker starts a worker process that reads window w, from the
-// spawning thread (see internal/spawn); what it prints goes to output's
-// writers.
-func spawnWorker(w *shm.Window, output workerOutput) (*spawned, error) {
+// spawning thread (see internal/spawn), with env added to its environment;
+// what it prints goes to output's writers.
+func spawnWorker(w *shm.Window, output workerOutput, env []string) (*spawned, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start workers: %w", err)
@@ -91,7 +91,7 @@ func spawnWorker(w *shm.Window, output workerOutput) (*spawned, error) {
 
 	cmd := exec.Command(exe)
 	cmd.Args = append([]string{os.Args[0]}, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion))
+	cmd.Env = append(append(os.Environ(), fmt.Sprintf("%s=%d", WorkerEnv, protoVersion)), env...)
 	cmd.Stdin = nil
 	// The worker's output passes through this process, in whole lines
 	// (output.go), which also keeps the last lines of its stderr: what a

@@ -21,6 +21,10 @@ import (
 // and three pipes as inherited descriptors, it answers the handshake, serves
 // jobs (serve.go) and exits.
 
+// leaveEnv marks a worker process started by StartWorkerProcess: on
+// SIGTERM it says goodbye to its pool before it exits.
+const leaveEnv = "POOLRUN_WORKER_LEAVES"
+
 // WorkerEnv is the environment variable that marks a worker process; its
 // value is the protocol version. Programs that start other programs from
 // jobs should remove it from their environment.
@@ -86,12 +90,22 @@ func serveProcess(version string) int {
 	cache := cachepool.Default()
 	var idle atomic.Bool
 	var once sync.Once
+	// A worker started for a pool elsewhere (StartWorkerProcess) leaves
+	// that pool as Serve does: with a goodbye, after its running job.
+	leaves := os.Getenv(leaveEnv) == "1"
+	var said atomic.Pointer[pipeWorker] // once the handshake is done
+	bye := func() {
+		if wc := said.Load(); leaves && wc != nil {
+			wc.bye(&byeInfo{stats: cache.Stats(), peakRSS: peakRSS()})
+		}
+	}
 	stop := func() {
 		once.Do(func() {
 			cancel()
 			if idle.Load() {
 				// Waiting for a job: nothing to let finish.
 				cache.Clear()
+				bye()
 				os.Exit(0)
 			}
 			// Give the running job the grace period to return; then run the
@@ -114,9 +128,13 @@ func serveProcess(version string) int {
 	go watchParent(stop)
 	wc, params, err := acceptPipe(in, out, ctl)
 	if err == nil {
+		said.Store(wc)
 		err = serve(ctx, wc, shmReader{win}, cache, params, ownHeap, &idle)
 	}
 	cache.Clear()
+	if ctx.Err() != nil && err != nil {
+		bye() // asked to leave after a job
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "poolrun worker:", err)
 		return 1

@@ -34,7 +34,7 @@ func StartWorkerProcess(capacity int, stdout, stderr io.Writer) (*WorkerProcess,
 	if err != nil {
 		return nil, fmt.Errorf("engine: creating a window: %w", err)
 	}
-	sp, err := spawnWorker(win, workerOutput{stdout: stdout, stderr: stderr})
+	sp, err := spawnWorker(win, workerOutput{stdout: stdout, stderr: stderr}, []string{leaveEnv + "=1"})
 	if err != nil {
 		win.Close()
 		return nil, fmt.Errorf("engine: starting a worker process: %w", err)
@@ -66,9 +66,12 @@ func (w *WorkerProcess) Publish(keys []uint64, gen uint64) (over bool, err error
 	return false, err
 }
 
-// Terminate asks the worker to stop now (SIGTERM: its running job's context
-// is cancelled) and kills it if it has not gone after grace (at once
-// without).
+// Terminate asks the worker to leave its pool (SIGTERM): it starts no other
+// job, its running job's context is cancelled (a job that then returns an
+// error is Aborted, as under a worker that died), its cache's cleanups run,
+// and it says goodbye, so that its pool gives the jobs it had been sent to
+// other workers at once, as a worker of [Serve] whose context ends; it is
+// killed if it has not gone after grace (at once without).
 func (w *WorkerProcess) Terminate(grace time.Duration) { w.sp.terminate(grace) }
 
 // Wait waits for the worker's end (once its replies have been read to

@@ -48,7 +48,7 @@ func TestClusterOwnCert(t *testing.T) {
 		len(j.Outputs) != 1 || j.Outputs[0] != filepath.Join(dir, "b") {
 		t.Errorf("join file %s (%v): want a tls:// URL, the certificate of --tls-cert and the output folder %s", data, err, filepath.Join(dir, "b"))
 	}
-	if w := poolrun(t, dir, "worker", "--join-file", "run.join"); w.code != 0 {
+	if w := poolrun(t, dir, "worker", "--join-file", "run.join", "-j", "1"); w.code != 0 {
 		t.Errorf("poolrun worker: exit %d\n%s%s", w.code, w.stdout, w.stderr)
 	}
 	if err := pool.Wait(); err != nil {

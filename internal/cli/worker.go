@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"sync"
+	"runtime"
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/internal/regfile"
@@ -16,9 +14,10 @@ import (
 
 const workerUsage = `Usage: poolrun worker --join-file FILE [-j N]
 
-Joins the pool whose join file is FILE, on this host or another, as N worker
-processes (default 1), and serves it until it ends. The pool was started
-with --listen ADDR --join-file FILE ("poolrun run" or "poolrun scaffold").
+Joins the pool whose join file is FILE, on this host or another, with N
+worker processes (default: this host's CPUs) behind one agent, and serves
+it until it ends. The pool was started with --listen ADDR --join-file FILE
+("poolrun run" or "poolrun scaffold").
 `
 
 const workerDetails = `The join file (JSON, mode 0600) holds what a worker needs to join: the
@@ -35,6 +34,15 @@ the working folder) must be on storage that this host sees, at the same
 path: before joining, the worker creates and removes a file of its own in
 each, and refuses (exit status 1, naming the folder and this host) where
 it cannot. Items are built in each worker's scratch folder on this host.
+
+This process is the host's agent: it holds the one connection to the
+pool, starts the N worker processes, relays their jobs and replies, and
+writes each worker's window (which items it must keep) in shared memory,
+which the workers read without asking, as on the pool's host. A worker
+process that dies is replaced while the pool runs (its running job is
+Aborted, or run again with --retries); after five deaths in a row the
+agent gives up. Run one agent per host: srun --ntasks-per-node=1 poolrun
+worker --join-file FILE uses every core of each node.
 
 SIGTERM or Ctrl-C (as Slurm stops a job step) makes the workers leave the
 pool cleanly: each starts no other job, the job it runs is cancelled (the
@@ -53,7 +61,7 @@ Example, with the pool on host a and more workers on host b:
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", workerUsage, workerDetails)
 	joinFile := fs.String("join-file", "", "the pool's join `FILE`")
-	n := fs.IntP("jobs", "j", 1, fmt.Sprintf("join as `N` worker processes, 1 to %d", maxWorkers))
+	n := fs.IntP("jobs", "j", runtime.NumCPU(), fmt.Sprintf("run `N` worker processes, 1 to %d", maxWorkers))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -77,30 +85,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := j.CheckOutputs(); err != nil {
 		return fmt.Errorf("poolrun worker: not joining: %w", err)
 	}
-	if *n == 1 {
-		return cluster.Work(ctx, *joinFile)
-	}
-	// One process per worker: a worker's cache is its process's.
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, *n)
-	for i := range *n {
-		cmd := exec.CommandContext(ctx, exe, "worker", "--join-file", *joinFile)
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-		wg.Go(func() {
-			err := cmd.Run()
-			if err != nil && cmd.ProcessState != nil && cmd.ProcessState.Success() {
-				err = nil // it left as asked (os/exec says the context ended)
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return cluster.Agent(ctx, *joinFile, *n, stdout, stderr)
 }
 
 // checkListen checks --listen and --join-file: both or neither, and an

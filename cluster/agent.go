@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/poolrun/poolrun/engine"
+)
+
+// Agent joins the pool of joinFile as one host agent: one connection to
+// the pool's server, and n worker processes of this program behind it
+// (engine.StartWorkerProcess: the very processes a local pool starts),
+// each of which joins as a worker of its own. The agent relays each
+// worker's frames between its pipes and its subjects, and writes each
+// worker's window, in shared memory, from the pool's sets, at the pool's
+// generations: the workers read it with atomic loads, as on the pool's
+// host.
+//
+// A worker that dies while the pool runs is replaced (its running job is
+// Aborted, or run again with retries, as any worker's); after five deaths
+// in a row of workers that had not been stopped by the pool the agent
+// gives up and returns an error. Agent returns once the pool has stopped
+// all of its workers, or has ended; when its connection ends, or ctx ends,
+// it terminates its workers (SIGTERM: their running jobs are cancelled and
+// Aborted, the jobs sent ahead go to other workers) and returns.
+func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer) error {
+	if n < 1 {
+		return fmt.Errorf("cluster: an agent of %d workers", n)
+	}
+	s, err := dial(joinFile, "poolrun agent")
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.lost:
+			cancel()
+		case <-s.ended:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var mu sync.Mutex
+	deaths := 0 // in a row
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				stopped, err := s.serveOne(ctx, stdout, stderr)
+				if err == nil && stopped {
+					return // the pool stopped it: its run is over
+				}
+				if ctx.Err() != nil || s.poolEnded() {
+					return
+				}
+				mu.Lock()
+				deaths++
+				d := deaths
+				mu.Unlock()
+				if d >= agentDeathLimit {
+					errs[i] = fmt.Errorf("cluster: agent: %d workers in a row died: %w", d, err)
+					cancel()
+					return
+				}
+				if err != nil {
+					fmt.Fprintf(stderrOr(stderr), "poolrun agent: worker %d: %v; starting another\n", i+1, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// agentDeathLimit is how many of an agent's workers may die in a row
+// before it gives up.
+const agentDeathLimit = 5
+
+func stderrOr(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
+}
+
+// serveOne starts a worker process, joins it to the pool, and relays for
+// it until it ends; stopped says that the pool stopped it (it exited with
+// status 0), err why it ended otherwise.
+func (s *session) serveOne(ctx context.Context, stdout, stderr io.Writer) (stopped bool, err error) {
+	id := nuid.Next()
+	jobs, err := newStreamReader(s.nc, workerSubject(id, "jobs"))
+	if err != nil {
+		return false, err
+	}
+	defer jobs.Close()
+	ctl, err := newStreamReader(s.nc, workerSubject(id, "ctl"))
+	if err != nil {
+		return false, err
+	}
+	defer ctl.Close()
+	// The window follows the worker's entry from before the join, so that
+	// no set the pool publishes is missed.
+	watch, err := s.kv.Watch(id)
+	if err != nil {
+		return false, err
+	}
+	defer watch.Stop()
+	capacity, err := s.join(ctx, id, os.Getpid())
+	if errors.Is(err, errPoolEnded) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if capacity < 1 {
+		return false, errors.New("cluster: the pool's answer gives no window capacity")
+	}
+	// The pool has sent the handshake already: it waits in jobs until the
+	// worker reads it.
+	wp, err := engine.StartWorkerProcess(capacity, stdout, stderr)
+	if err != nil {
+		return false, err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- wp.Wait() }()
+	go mirrorWindow(watch, wp, capacity)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.ping(wctx, id, func() {})
+	go func() {
+		io.Copy(wp.Jobs(), jobs)
+		wp.Jobs().Close() // the pool closed the stream: the worker ends
+	}()
+	go io.Copy(wp.Control(), ctl)
+	rep := newStreamWriter(s.nc, workerSubject(id, "rep"))
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(flushedWriter{rep}, wp.Replies())
+	}()
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		wp.Terminate(2 * time.Second)
+		err = <-ended
+	}
+	<-copied // every reply the worker wrote has gone to the pool
+	rep.Close()
+	return err == nil, err
+}
+
+// mirrorWindow publishes each set of the worker's entry in its window, at
+// twice the entry's revision (the pool's generation of that set), until
+// the watch stops. An overflowed set is published as more keys than the
+// window holds, which it takes for an overflow.
+func mirrorWindow(watch nats.KeyWatcher, wp *engine.WorkerProcess, capacity int) {
+	for e := range watch.Updates() {
+		if e == nil || e.Operation() != nats.KeyValuePut {
+			continue
+		}
+		keys, over, err := decodeSet(e.Value())
+		if err != nil {
+			continue // not a set: the worker keeps everything meanwhile
+		}
+		if over {
+			keys = overflowSet(capacity)
+		}
+		wp.Publish(keys, 2*e.Revision())
+	}
+}
+
+// overflowSet returns capacity+1 distinct keys: a set no window of that
+// capacity holds.
+func overflowSet(capacity int) []uint64 {
+	keys := make([]uint64, capacity+1)
+	for i := range keys {
+		keys[i] = uint64(i + 1)
+	}
+	return keys
+}

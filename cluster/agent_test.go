@@ -1,0 +1,314 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/engine"
+)
+
+// startAgents starts n host agents of two workers each (the test binary)
+// for the pool of joinFile.
+func startAgents(t *testing.T, joinFile string, n int) []*exec.Cmd {
+	t.Helper()
+	var as []*exec.Cmd
+	for range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envAgent+"="+joinFile)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		})
+		as = append(as, cmd)
+	}
+	return as
+}
+
+// TestAgents: two host agents of two worker processes each join a pool
+// that has no worker of its own: the server has three clients (the pool
+// and one per agent), the four workers take jobs, every result is right,
+// and the agents exit with status 0 when the pool ends.
+func TestAgents(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startAgents(t, joinFile, 2)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 400 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	clients := 0
+	p.Go(func(ctx context.Context) error {
+		// Every worker has joined once the pool has four.
+		err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 })
+		clients = l.Clients()
+		return err
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	if clients != 3 {
+		t.Errorf("%d clients of the server with four workers on two agents, want 3", clients)
+	}
+	pids := map[int]bool{}
+	for _, w := range p.Stats().Workers {
+		pids[w.PID] = true
+		if w.Jobs == 0 {
+			t.Errorf("worker %d (pid %d) ran no job", w.Index, w.PID)
+		}
+	}
+	if len(pids) != 4 {
+		t.Errorf("%d distinct worker processes, want 4", len(pids))
+	}
+	for i, cmd := range agents {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("agent %d: %v", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("agent %d did not exit within 20 s of the pool's end", i)
+		}
+	}
+}
+
+var (
+	itemA = cachepool.Define("cluster_test.agent.A", func(context.Context) (int, error) { return 1, nil })
+	itemB = cachepool.Define("cluster_test.agent.B", func(context.Context) (int, error) { return 2, nil })
+
+	// usePhase gets item A or B and returns its value.
+	usePhase = engine.Register("cluster_test.use-phase", func(ctx context.Context, which string) (int, error) {
+		time.Sleep(time.Millisecond)
+		if which == "B" {
+			return itemB.Get(ctx)
+		}
+		return itemA.Get(ctx)
+	})
+)
+
+// TestAgentWindow: an agent's workers read windows in shared memory that
+// the agent writes from the pool's sets: a worker builds A and B once
+// each, and evicts A when no job needs it any more (the B jobs wait for
+// every A job); if the windows stayed empty or behind, a worker would keep
+// A to the end.
+func TestAgentWindow(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startAgents(t, joinFile, 1)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var deps []engine.Dep
+	for range 40 {
+		deps = append(deps, engine.Queue(p, usePhase, "A", engine.Needs(itemA)))
+	}
+	var bs []*engine.Job[int]
+	for range 40 {
+		bs = append(bs, engine.Queue(p, usePhase, "B", engine.Needs(itemB), engine.After(deps...)))
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range bs {
+		if v, err := j.Result(); err != nil || v != 2 {
+			t.Fatalf("job %d: %d, %v", j.ID(), v, err)
+		}
+	}
+	evicted := uint64(0)
+	for _, w := range p.Stats().Workers {
+		if w.Cache.Builds > 2 {
+			t.Errorf("worker %d built %d items, want at most A and B once each", w.Index, w.Cache.Builds)
+		}
+		evicted += w.Evicted
+	}
+	if evicted == 0 {
+		t.Error("no worker evicted A once the B jobs ran: the agent's windows do not follow the pool's sets")
+	}
+	if err := agents[0].Wait(); err != nil {
+		t.Errorf("the agent: %v", err)
+	}
+}
+
+// TestAgentKills: with retries, a worker process SIGKILLed under its agent
+// is replaced by the agent, and an agent SIGKILLed (its workers die with
+// it) is given up by the pool within its silence limit; every job
+// succeeds with the right result on the workers left.
+func TestAgentKills(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startAgents(t, joinFile, 2)
+	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(3), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 600 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	var killedAt time.Time
+	var orphans []int // the killed agent's workers
+	p.Go(func(ctx context.Context) error {
+		if err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 }); err != nil {
+			return err
+		}
+		if err := poll(ctx, "jobs done", func() bool { return jobs[50].Status().Done() }); err != nil {
+			return err
+		}
+		// A worker of the first agent: not one of the second's children.
+		for _, w := range p.Stats().Workers {
+			if w.Live && !isChildOf(w.PID, agents[1].Process.Pid) {
+				syscall.Kill(w.PID, syscall.SIGKILL)
+				break
+			}
+		}
+		if err := poll(ctx, "more jobs done", func() bool { return jobs[200].Status().Done() }); err != nil {
+			return err
+		}
+		for _, w := range p.Stats().Workers {
+			if w.Live && isChildOf(w.PID, agents[1].Process.Pid) {
+				orphans = append(orphans, w.PID)
+			}
+		}
+		killedAt = time.Now()
+		return agents[1].Process.Kill()
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	st := p.Stats()
+	t.Logf("%d places; the run went on %v after the agent's kill", len(st.Workers), time.Since(killedAt).Round(time.Millisecond))
+	if len(st.Workers) < 5 {
+		t.Errorf("%d places: the killed worker was not replaced by its agent", len(st.Workers))
+	}
+	agents[1].Wait()
+	if len(orphans) != 2 {
+		t.Errorf("the killed agent had %d workers, want 2", len(orphans))
+	}
+	for _, pid := range orphans {
+		// Its parent's death ends a worker process (SIGTERM).
+		err := poll(context.Background(), fmt.Sprintf("worker %d to exit", pid), func() bool { return !processExists(pid) })
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if err := agents[0].Wait(); err != nil {
+		t.Errorf("the agent that was not killed: %v", err)
+	}
+}
+
+// processExists reports whether a live (not zombie) process pid exists.
+func processExists(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// isChildOf reports whether process pid's parent is parent.
+func isChildOf(pid, parent int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	return len(f) > 1 && f[1] == strconv.Itoa(parent)
+}
+
+// TestAgentLeaves: an agent asked to stop (SIGTERM) while the pool runs
+// has its workers leave cleanly, with a goodbye: it exits with status 0,
+// the pool runs every job on the other agent's workers, and Run returns
+// no error.
+func TestAgentLeaves(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startAgents(t, joinFile, 2)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 600 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	left := make(chan error, 1)
+	p.Go(func(ctx context.Context) error {
+		if err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 }); err != nil {
+			return err
+		}
+		if err := poll(ctx, "jobs done", func() bool { return jobs[100].Status().Done() }); err != nil {
+			return err
+		}
+		agents[1].Process.Signal(syscall.SIGTERM)
+		go func() { left <- agents[1].Wait() }()
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	// A worker's goodbye brings its peak memory: every worker said it,
+	// those that left as those that the pool stopped.
+	for _, w := range p.Stats().Workers {
+		if w.PeakRSS == 0 {
+			t.Errorf("worker %d (pid %d) did not say goodbye", w.Index, w.PID)
+		}
+	}
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Errorf("the agent asked to stop: %v, want status 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent asked to stop had not exited 20 s later")
+	}
+	if err := agents[0].Wait(); err != nil {
+		t.Errorf("the other agent: %v", err)
+	}
+}
