@@ -6,8 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // startAgents starts n host agents of two workers each (the test binary)
@@ -187,7 +186,7 @@ func TestAgentKills(t *testing.T) {
 		}
 		// A worker of the first agent: not one of the second's children.
 		for _, w := range p.Stats().Workers {
-			if w.Live && !isChildOf(w.PID, agents[1].Process.Pid) {
+			if w.Live && proctest.ParentOf(w.PID) != agents[1].Process.Pid {
 				syscall.Kill(w.PID, syscall.SIGKILL)
 				break
 			}
@@ -196,7 +195,7 @@ func TestAgentKills(t *testing.T) {
 			return err
 		}
 		for _, w := range p.Stats().Workers {
-			if w.Live && isChildOf(w.PID, agents[1].Process.Pid) {
+			if w.Live && proctest.ParentOf(w.PID) == agents[1].Process.Pid {
 				orphans = append(orphans, w.PID)
 			}
 		}
@@ -222,93 +221,12 @@ func TestAgentKills(t *testing.T) {
 	}
 	for _, pid := range orphans {
 		// Its parent's death ends a worker process (SIGTERM).
-		err := poll(context.Background(), fmt.Sprintf("worker %d to exit", pid), func() bool { return !processExists(pid) })
+		err := poll(context.Background(), fmt.Sprintf("worker %d to exit", pid), func() bool { return !proctest.Alive(pid) })
 		if err != nil {
 			t.Error(err)
 		}
 	}
 	if err := agents[0].Wait(); err != nil {
 		t.Errorf("the agent that was not killed: %v", err)
-	}
-}
-
-// processExists reports whether a live (not zombie) process pid exists.
-func processExists(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
-// isChildOf reports whether process pid's parent is parent.
-func isChildOf(pid, parent int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ppid ...: comm may hold spaces, not ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	return len(f) > 1 && f[1] == strconv.Itoa(parent)
-}
-
-// TestAgentLeaves: an agent asked to stop (SIGTERM) while the pool runs
-// has its workers leave cleanly, with a goodbye: it exits with status 0,
-// the pool runs every job on the other agent's workers, and Run returns
-// no error.
-func TestAgentLeaves(t *testing.T) {
-	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	agents := startAgents(t, joinFile, 2)
-	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
-	var jobs []*engine.Job[int]
-	for i := range 600 {
-		jobs = append(jobs, engine.Queue(p, slowSquare, i))
-	}
-	left := make(chan error, 1)
-	p.Go(func(ctx context.Context) error {
-		if err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 }); err != nil {
-			return err
-		}
-		if err := poll(ctx, "jobs done", func() bool { return jobs[100].Status().Done() }); err != nil {
-			return err
-		}
-		agents[1].Process.Signal(syscall.SIGTERM)
-		go func() { left <- agents[1].Wait() }()
-		return nil
-	})
-	if err := p.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
-	// A worker's goodbye brings its peak memory: every worker said it,
-	// those that left as those that the pool stopped.
-	for _, w := range p.Stats().Workers {
-		if w.PeakRSS == 0 {
-			t.Errorf("worker %d (pid %d) did not say goodbye", w.Index, w.PID)
-		}
-	}
-	select {
-	case err := <-left:
-		if err != nil {
-			t.Errorf("the agent asked to stop: %v, want status 0", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the agent asked to stop had not exited 20 s later")
-	}
-	if err := agents[0].Wait(); err != nil {
-		t.Errorf("the other agent: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,17 +55,23 @@ import (
 type transport struct {
 	name    string
 	workers int // local worker processes; 0 without remote ones: serial
-	remote  int // worker processes that join over the cluster
+	// remote worker processes join over the cluster, behind host agents
+	// of up to agentWorkers each (the test binary, as poolrun worker).
+	remote int
 }
+
+// agentWorkers is how many worker processes a test's host agent runs.
+const agentWorkers = 2
 
 var (
 	pipesTransport   = transport{name: "pipes", workers: 2}
 	serialTransport  = transport{name: "serial"}
-	clusterTransport = transport{name: "cluster", remote: 3}
+	clusterTransport = transport{name: "cluster", remote: 4}
 )
 
 // modes runs f over the three transports: 2 local worker processes on
-// pipes, serially, and 3 remote worker processes over the cluster.
+// pipes, serially, and 4 remote worker processes over the cluster, behind
+// 2 host agents.
 func modes(t *testing.T, f func(t *testing.T, tr transport)) {
 	for _, tr := range []transport{pipesTransport, serialTransport, clusterTransport} {
 		t.Run(tr.name, func(t *testing.T) { f(t, tr) })
@@ -101,14 +108,14 @@ func (tr transport) New(t *testing.T, opts ...engine.Option) *engine.Pool {
 	}
 	ws := startRemoteWorkers(t, joinFile, tr.remote)
 	var p *engine.Pool
+	var mu sync.Mutex
+	joined := map[int]bool{} // the agents whose workers served the pool
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
 			t.Errorf("closing the pool's server: %v", err)
 		}
-		joined := map[int]bool{}
-		for _, w := range p.Stats().Workers {
-			joined[w.PID] = true
-		}
+		mu.Lock()
+		defer mu.Unlock()
 		ws.wait(t, 5*time.Second, joined)
 		addr := strings.TrimPrefix(j.URL, "nats://")
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -131,6 +138,9 @@ func (tr transport) New(t *testing.T, opts ...engine.Option) *engine.Pool {
 			for _, w := range p.Stats().Workers {
 				if w.PID != 0 {
 					n++
+					mu.Lock()
+					joined[proctest.ParentOf(w.PID)] = true
+					mu.Unlock()
 				}
 			}
 			if n >= tr.remote {
@@ -153,14 +163,22 @@ func (tr transport) New(t *testing.T, opts ...engine.Option) *engine.Pool {
 // to join before it fails.
 const joinWithin = 30 * time.Second
 
-// envJoin makes the test binary a remote worker of the pool whose join
-// file it names (cluster.Work).
-const envJoin = "POOLRUN_TEST_JOIN"
+// envJoin makes the test binary a host agent of the pool whose join file
+// it names (cluster.Agent), and envAgentWorkers says of how many workers.
+const (
+	envJoin         = "POOLRUN_TEST_JOIN"
+	envAgentWorkers = "POOLRUN_TEST_AGENT_WORKERS"
+)
 
-// roleRemoteWorker serves the pool of the join file named by envJoin.
+// roleRemoteWorker serves the pool of the join file named by envJoin, as
+// a host agent.
 func roleRemoteWorker() int {
-	if err := cluster.Work(context.Background(), os.Getenv(envJoin)); err != nil {
-		fmt.Fprintln(os.Stderr, "test remote worker:", err)
+	n, err := strconv.Atoi(os.Getenv(envAgentWorkers))
+	if err == nil {
+		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test host agent:", err)
 		return 1
 	}
 	return 0
@@ -173,9 +191,10 @@ type remoteWorkers struct {
 	done   []chan error
 }
 
-// startRemoteWorkers starts n processes of the test binary that join the
-// pool of joinFile. A cleanup of t kills and reaps any still running, so
-// that no process outlives the test.
+// startRemoteWorkers starts host agents of the test binary, with n
+// workers in all (agentWorkers each, the last fewer), that join the pool
+// of joinFile. A cleanup of t kills and reaps any still running, so that
+// no process outlives the test.
 func startRemoteWorkers(t *testing.T, joinFile string, n int) *remoteWorkers {
 	t.Helper()
 	exe, err := os.Executable()
@@ -183,9 +202,10 @@ func startRemoteWorkers(t *testing.T, joinFile string, n int) *remoteWorkers {
 		t.Fatal(err)
 	}
 	ws := &remoteWorkers{}
-	for range n {
+	for left := n; left > 0; left -= agentWorkers {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envRole+"=remote-worker", envJoin+"="+joinFile)
+		cmd.Env = append(os.Environ(), envRole+"=remote-worker", envJoin+"="+joinFile,
+			envAgentWorkers+"="+strconv.Itoa(min(left, agentWorkers)))
 		stderr := &proctest.Buffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
@@ -207,9 +227,9 @@ func startRemoteWorkers(t *testing.T, joinFile string, n int) *remoteWorkers {
 	return ws
 }
 
-// wait waits up to within for every worker to exit once the pool's
-// server is closed, then kills the rest. A worker that served the pool
-// (its process id is in joined, the pool's statistics) must have exited 0.
+// wait waits up to within for every agent to exit once the pool's server
+// is closed, then kills the rest. An agent whose workers served the pool
+// (its process id is in joined) must have exited 0.
 func (ws *remoteWorkers) wait(t *testing.T, within time.Duration, joined map[int]bool) {
 	t.Helper()
 	deadline := time.After(within)
@@ -222,16 +242,16 @@ func (ws *remoteWorkers) wait(t *testing.T, within time.Duration, joined map[int
 			cmd.Process.Kill()
 			err = <-ws.done[i]
 			ws.done[i] <- err
-			t.Errorf("remote worker %d (pid %d) had not exited %v after the pool's server closed", i, cmd.Process.Pid, within)
+			t.Errorf("host agent %d (pid %d) had not exited %v after the pool's server closed", i, cmd.Process.Pid, within)
 			continue
 		}
 		switch {
 		case !joined[cmd.Process.Pid]:
 			// Only when the pool stopped taking jobs early (fail-fast,
 			// a cancelled context) before this one was in.
-			t.Logf("remote worker %d (pid %d) did not get into the pool before it ended: exit %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
+			t.Logf("host agent %d (pid %d) did not get into the pool before it ended: exit %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
 		case err != nil:
-			t.Errorf("remote worker %d (pid %d), which served the pool: %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
+			t.Errorf("host agent %d (pid %d), whose workers served the pool: %v\n%s", i, cmd.Process.Pid, err, ws.stderr[i])
 		}
 	}
 }

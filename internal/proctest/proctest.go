@@ -49,6 +49,12 @@ func Alive(pid int) bool {
 	return ok && state != "Z" && state != "X"
 }
 
+// ParentOf returns the parent of process pid, or 0 if it is not there.
+func ParentOf(pid int) int {
+	_, ppid, _ := stat(pid)
+	return ppid
+}
+
 // Children returns the live processes whose parent is pid.
 func Children(pid int) []int {
 	var kids []int
