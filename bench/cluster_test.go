@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,6 +28,25 @@ func roleClusterWorker() int {
 	return 0
 }
 
+// envAgentWorkers is the number of workers of the test binary in the role
+// "cluster-agent".
+const envAgentWorkers = "POOLRUN_BENCH_AGENT_WORKERS"
+
+// roleClusterAgent is the test binary as a host agent of the pool of the
+// join file $POOLRUN_BENCH_JOIN, with $POOLRUN_BENCH_AGENT_WORKERS worker
+// processes: what `poolrun worker -j N` does.
+func roleClusterAgent() int {
+	n, err := strconv.Atoi(os.Getenv(envAgentWorkers))
+	if err == nil {
+		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cluster agent:", err)
+		return 1
+	}
+	return 0
+}
+
 // runPipes runs n no-op jobs on a pool of w local workers (pipes and the
 // shared-memory window); see runGated for what is timed.
 func runPipes(b *testing.B, w, n int) time.Duration {
@@ -34,46 +54,73 @@ func runPipes(b *testing.B, w, n int) time.Duration {
 }
 
 // runCluster runs n no-op jobs on a pool with no worker of its own and w
-// remote workers that join over loopback (the test binary, started before
-// the pool runs, asks to join until the pool answers); see runGated for
-// what is timed. Every worker must exit with status 0 once the pool has
-// returned.
+// remote workers that join over loopback, each a process of its own
+// (cluster.Work); see runAgents.
 func runCluster(b *testing.B, w, n int) time.Duration {
+	d, _ := runAgents(b, w, n, 0)
+	return d
+}
+
+// runAgents runs n no-op jobs on a pool with no worker of its own and w
+// remote workers that join over loopback: behind host agents of perAgent
+// workers each (the last fewer), or, with perAgent 0, each a process with
+// a connection of its own (cluster.Work). The test binary plays the
+// agents or workers, started before the pool runs (they ask to join until
+// the pool answers). It returns the time runGated measures and the number
+// of clients of the pool's server once every worker is in. Every process
+// must exit with status 0 once the pool has returned.
+func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
 	l, err := cluster.Listen("127.0.0.1:0", joinFile)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	cmds := make([]*exec.Cmd, w)
-	for i := range cmds {
+	var cmds []*exec.Cmd
+	for left := w; left > 0; {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envRole+"=cluster-worker", envJoin+"="+joinFile)
+		if perAgent == 0 {
+			cmd.Env = append(os.Environ(), envRole+"=cluster-worker", envJoin+"="+joinFile)
+			left--
+		} else {
+			k := min(left, perAgent)
+			cmd.Env = append(os.Environ(), envRole+"=cluster-agent", envJoin+"="+joinFile, envAgentWorkers+"="+strconv.Itoa(k))
+			left -= k
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		cmds[i] = cmd
+		cmds = append(cmds, cmd)
 	}
 	defer func() {
 		for _, cmd := range cmds {
 			cmd.Process.Kill() // nothing to kill once it has exited and been waited for
 		}
 	}()
-	d := runGated(b, engine.New(engine.RemoteOnly(time.Minute), l.Option()), w, n)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	clients := 0
+	p.Go(func(ctx context.Context) error {
+		for len(p.Stats().Workers) < w && ctx.Err() == nil {
+			time.Sleep(time.Millisecond) // polled: no event says that a worker joined
+		}
+		clients = l.Clients()
+		return nil
+	})
+	d := runGated(b, p, w, n)
 	for i, cmd := range cmds {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
 			if err != nil {
-				b.Fatalf("remote worker %d: %v", i, err)
+				b.Fatalf("remote process %d: %v", i, err)
 			}
 		case <-time.After(10 * time.Second):
-			b.Fatalf("remote worker %d still runs 10 s after the pool returned", i)
+			b.Fatalf("remote process %d still runs 10 s after the pool returned", i)
 		}
 	}
-	return d
+	return d, clients
 }
 
 // runGated runs n no-op jobs on p, behind a gate: the jobs depend on one
@@ -147,6 +194,27 @@ func BenchmarkClusterDispatch(b *testing.B) {
 	b.ReportMetric(pipesRate, "pipes-jobs/s")
 	b.ReportMetric(clusRate, "cluster-jobs/s")
 	b.ReportMetric(clusRate/pipesRate, "cluster/pipes")
+}
+
+// BenchmarkClusterAgents runs b.N no-op jobs on 2 to 16 remote workers
+// (sizes.clusterWorkers) over loopback, each a process with a connection
+// of its own (join=each) or behind host agents of 8 workers (join=agents:
+// poolrun worker -j 8), in turn, and reports jobs/s and the clients of the
+// pool's server once every worker is in.
+func BenchmarkClusterAgents(b *testing.B) {
+	for _, w := range sizes.clusterWorkers {
+		for _, mode := range []struct {
+			name     string
+			perAgent int
+		}{{"each", 0}, {"agents", 8}} {
+			b.Run(fmt.Sprintf("workers=%d/join=%s", w, mode.name), func(b *testing.B) {
+				n := max(b.N, w)
+				d, clients := runAgents(b, w, n, mode.perAgent)
+				b.ReportMetric(float64(n)/d.Seconds(), "jobs/s")
+				b.ReportMetric(float64(clients), "clients")
+			})
+		}
+	}
 }
 
 // BenchmarkClusterWorkers runs b.N no-op jobs on 1 to 16 remote workers

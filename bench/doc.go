@@ -43,5 +43,6 @@
 //
 // The test binary starts worker processes (it is its own worker: TestMain
 // calls engine.Init first), for BenchmarkSnapshot a publisher process, and
-// for the cluster benchmarks remote workers (cluster.Work).
+// for the cluster benchmarks remote workers (cluster.Work) and host agents
+// (cluster.Agent).
 package bench

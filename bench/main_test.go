@@ -44,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(roleForkWait(role))
 	case "cluster-worker":
 		os.Exit(roleClusterWorker())
+	case "cluster-agent":
+		os.Exit(roleClusterAgent())
 	default:
 		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
 		os.Exit(2)
