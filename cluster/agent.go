@@ -40,6 +40,13 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		return err
 	}
 	defer s.close()
+	s.agent = nuid.Next()
+	wins := &agentWindows{workers: map[string]mirrored{}, early: map[string]part{}}
+	sub, err := s.nc.Subscribe(agentSubject(s.agent, "win"), wins.handle)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -58,7 +65,7 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	for i := range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				stopped, err := s.serveOne(ctx, stdout, stderr)
+				stopped, err := s.serveOne(ctx, wins, stdout, stderr)
 				if err == nil && stopped {
 					return // the pool stopped it: its run is over
 				}
@@ -98,7 +105,7 @@ func stderrOr(w io.Writer) io.Writer {
 // serveOne starts a worker process, joins it to the pool, and relays for
 // it until it ends; stopped says that the pool stopped it (it exited with
 // status 0), err why it ended otherwise.
-func (s *session) serveOne(ctx context.Context, stdout, stderr io.Writer) (stopped bool, err error) {
+func (s *session) serveOne(ctx context.Context, wins *agentWindows, stdout, stderr io.Writer) (stopped bool, err error) {
 	id := nuid.Next()
 	jobs, err := newStreamReader(s.nc, workerSubject(id, "jobs"))
 	if err != nil {
@@ -110,13 +117,6 @@ func (s *session) serveOne(ctx context.Context, stdout, stderr io.Writer) (stopp
 		return false, err
 	}
 	defer ctl.Close()
-	// The window follows the worker's entry from before the join, so that
-	// no set the pool publishes is missed.
-	watch, err := s.kv.Watch(id)
-	if err != nil {
-		return false, err
-	}
-	defer watch.Stop()
 	capacity, err := s.join(ctx, id, os.Getpid())
 	if errors.Is(err, errPoolEnded) {
 		return true, nil
@@ -128,14 +128,15 @@ func (s *session) serveOne(ctx context.Context, stdout, stderr io.Writer) (stopp
 		return false, errors.New("cluster: the pool's answer gives no window capacity")
 	}
 	// The pool has sent the handshake already: it waits in jobs until the
-	// worker reads it.
+	// worker reads it; its window's first set waits in wins.
 	wp, err := engine.StartWorkerProcess(capacity, stdout, stderr)
 	if err != nil {
 		return false, err
 	}
 	ended := make(chan error, 1)
 	go func() { ended <- wp.Wait() }()
-	go mirrorWindow(watch, wp, capacity)
+	wins.add(id, wp, capacity)
+	defer wins.remove(id)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go s.ping(wctx, id, func() {})
@@ -161,32 +162,61 @@ func (s *session) serveOne(ctx context.Context, stdout, stderr io.Writer) (stopp
 	return err == nil, err
 }
 
-// mirrorWindow publishes each set of the worker's entry in its window, at
-// twice the entry's revision (the pool's generation of that set), until
-// the watch stops. An overflowed set is published as more keys than the
-// window holds, which it takes for an overflow.
-func mirrorWindow(watch nats.KeyWatcher, wp *engine.WorkerProcess, capacity int) {
-	for e := range watch.Updates() {
-		if e == nil || e.Operation() != nats.KeyValuePut {
-			continue
+// agentWindows are the windows of an agent's workers: each message on the
+// agent's window subject brings the sets that changed, which go to the
+// workers' windows in shared memory at the pool's generations. A set for
+// a worker whose process is not started yet waits for it.
+type agentWindows struct {
+	mu      sync.Mutex
+	workers map[string]mirrored
+	early   map[string]part
+}
+
+// mirrored is a worker process with its window's capacity.
+type mirrored struct {
+	wp       *engine.WorkerProcess
+	capacity int
+}
+
+func (a *agentWindows) handle(m *nats.Msg) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	decodeParts(m.Data, func(id string, p part) {
+		if w, ok := a.workers[id]; ok {
+			w.publish(p)
+		} else if q, ok := a.early[id]; !ok || q.gen < p.gen {
+			a.early[id] = p
 		}
-		keys, over, err := decodeSet(e.Value())
-		if err != nil {
-			continue // not a set: the worker keeps everything meanwhile
-		}
-		if over {
-			keys = overflowSet(capacity)
-		}
-		wp.Publish(keys, 2*e.Revision())
+	})
+}
+
+func (a *agentWindows) add(id string, wp *engine.WorkerProcess, capacity int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := mirrored{wp: wp, capacity: capacity}
+	a.workers[id] = w
+	if p, ok := a.early[id]; ok {
+		delete(a.early, id)
+		w.publish(p)
 	}
 }
 
-// overflowSet returns capacity+1 distinct keys: a set no window of that
-// capacity holds.
-func overflowSet(capacity int) []uint64 {
-	keys := make([]uint64, capacity+1)
-	for i := range keys {
-		keys[i] = uint64(i + 1)
+func (a *agentWindows) remove(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.workers, id)
+}
+
+// publish puts p in the worker's window; an overflowed set as more keys
+// than the window holds, which it takes for an overflow. A set older than
+// the window's (a message that came late) is dropped.
+func (w mirrored) publish(p part) {
+	keys := p.keys
+	if p.over {
+		keys = make([]uint64, w.capacity+1)
+		for i := range keys {
+			keys[i] = uint64(i + 1)
+		}
 	}
-	return keys
+	w.wp.Publish(keys, p.gen)
 }

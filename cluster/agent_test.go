@@ -230,3 +230,60 @@ func TestAgentKills(t *testing.T) {
 		t.Errorf("the agent that was not killed: %v", err)
 	}
 }
+
+// TestAgentLeaves: an agent asked to stop (SIGTERM) while the pool runs
+// has its workers leave cleanly, with a goodbye: it exits with status 0,
+// the pool runs every job on the other agent's workers, and Run returns
+// no error.
+func TestAgentLeaves(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startAgents(t, joinFile, 2)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 600 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	left := make(chan error, 1)
+	p.Go(func(ctx context.Context) error {
+		if err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 }); err != nil {
+			return err
+		}
+		if err := poll(ctx, "jobs done", func() bool { return jobs[100].Status().Done() }); err != nil {
+			return err
+		}
+		agents[1].Process.Signal(syscall.SIGTERM)
+		go func() { left <- agents[1].Wait() }()
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	// A worker's goodbye brings its peak memory: every worker said it,
+	// those that left as those that the pool stopped.
+	for _, w := range p.Stats().Workers {
+		if w.PeakRSS == 0 {
+			t.Errorf("worker %d (pid %d) did not say goodbye", w.Index, w.PID)
+		}
+	}
+	select {
+	case err := <-left:
+		if err != nil {
+			t.Errorf("the agent asked to stop: %v, want status 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent asked to stop had not exited 20 s later")
+	}
+	if err := agents[0].Wait(); err != nil {
+		t.Errorf("the other agent: %v", err)
+	}
+}

@@ -103,10 +103,20 @@
 //
 // # The window
 //
-// A remote worker's window is one entry, named by its id, of the JetStream
-// key-value bucket poolrun-window: a byte for the overflow flag, then the
-// sorted keys, 8 bytes each. Its generation is twice the entry's revision.
-// The worker follows the entry with a watch; before it evicts for a job
+// The windows of an agent's workers travel together: one message on the
+// agent's subject poolrun.a.AGENT.win carries the sets that changed since
+// the last one, each with its worker's id and generation; the pool sends it
+// without waiting for it (coalescing what changes meanwhile), and the agent
+// publishes each set in its worker's window in shared memory at that
+// generation, which the worker reads with atomic loads: a change costs
+// one message per host, not a put per worker. A job that comes before its
+// set waits for it, up to a second, as below; a lost message costs memory
+// (the worker keeps everything), never a wrong eviction.
+//
+// The window of a worker of its own ([Work]) is one entry, named by its
+// id, of the JetStream key-value bucket poolrun-window: a byte for the
+// overflow flag, then the sorted keys, 8 bytes each. Its generation is
+// twice the entry's revision. The worker follows the entry with a watch; before it evicts for a job
 // stamped with generation g, it waits up to a second until it has seen g,
 // with a direct get of the entry half-way through; if it still has not, it
 // evicts nothing, runs the job, and says so on its standard error; until
@@ -126,15 +136,15 @@
 //
 // What limits a pool of many remote workers, in this order:
 //
-//   - The window's fan-out. Every worker has its own entry, and the pool
-//     publishes a changed set to each with a JetStream put, one after the
-//     other, each waiting for its acknowledgement (without the pool's
-//     lock, so Queue, Stats and Cancel do not wait, but the scheduler's
-//     goroutine does): the time to the last worker grows linearly with the
-//     workers, and nothing is dispatched meanwhile. With the default
-//     engine.EvictStale every entry is written when the items of the jobs
-//     not yet sent change, and one worker's when only the items of its own
-//     jobs do.
+//   - The window's fan-out, for workers of their own: each has its own
+//     entry, and the pool publishes a changed set to each with a JetStream
+//     put, one after the other, each waiting for its acknowledgement
+//     (without the pool's lock, so Queue, Stats and Cancel do not wait,
+//     but the scheduler's goroutine does). An agent's workers take one
+//     message per host, sent without waiting. With the default
+//     engine.EvictStale every worker's set changes when the items of the
+//     jobs not yet sent change, and one worker's when only the items of
+//     its own jobs do.
 //   - Subjects: 4 subjects and one key-value watch per worker on one
 //     embedded server (one connection per host, its agent's), and the
 //     pool's one connection carries every worker's streams and pings.
@@ -142,10 +152,9 @@
 //     job and takes every reply, so short jobs on many workers wait for
 //     the pool.
 //
-// What would lift them: one window message per host for the agent to
-// spread over its workers' shared-memory windows (fan-out that grows with
-// hosts, not workers); subjects per host
-// rather than per worker; and batches of jobs per message to a host. The
+// What would lift them: subjects per host rather than per worker, and
+// batches of jobs per message to a host (an agent already sends a batch
+// of its workers' replies per message). The
 // figures (jobs/s by worker count, the time for a change of the window to
 // reach the workers) are in bench/README.md, with their commands.
 package cluster

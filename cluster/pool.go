@@ -60,7 +60,10 @@ func connectOptions(j Join) ([]nats.Option, error) {
 
 // joinRequest is what a worker says when it asks to join.
 type joinRequest struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// Agent is the id of the host agent that the worker runs behind:
+	// its window travels with those of the agent's other workers.
+	Agent    string `json:"agent,omitempty"`
 	Host     string `json:"host"`
 	PID      int    `json:"pid"`
 	Protocol int    `json:"protocol"`
@@ -82,6 +85,29 @@ type Listener struct {
 	nc       *nats.Conn // the pool's connection: every worker's streams
 	kv       nats.KeyValue
 	joinFile string
+
+	mu     sync.Mutex
+	agents map[string]*hostWindows // the windows of each agent's workers
+}
+
+// window makes the pool's side of the window of worker id, behind agent
+// (its windows travel with those of the agent's other workers), or of a
+// worker of its own (a key-value entry).
+func (l *Listener) window(id, agent string, capacity int) engine.WindowPublisher {
+	if agent == "" {
+		return newKVPublisher(l.kv, id, capacity)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.agents[agent]
+	if h == nil {
+		if l.agents == nil {
+			l.agents = map[string]*hostWindows{}
+		}
+		h = newHostWindows(l.nc, agent)
+		l.agents[agent] = h
+	}
+	return &workerWindow{host: h, id: id, capacity: capacity}
 }
 
 // Clients is the number of clients connected to the pool's server now:
@@ -151,7 +177,7 @@ func (l *Listener) Option() engine.Option {
 
 // admit answers join requests until ctx ends.
 func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
-	nc, kv := l.nc, l.kv
+	nc := l.nc
 	build := engine.Fingerprint()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -179,7 +205,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 			Jobs:    newStreamWriter(nc, workerSubject(req.ID, "jobs")),
 			Control: newStreamWriter(nc, workerSubject(req.ID, "ctl")),
 			Replies: rep,
-			Window:  newKVPublisher(kv, req.ID, p.WindowCapacity()),
+			Window:  l.window(req.ID, req.Agent, p.WindowCapacity()),
 			Host:    req.Host,
 		}
 		// The worker subscribed before asking; the answer goes before
@@ -291,6 +317,7 @@ func Work(ctx context.Context, joinFile string) error {
 // A session is a worker's (or a host agent's) connection to the pool of a
 // join file.
 type session struct {
+	agent    string // the id of the host agent this session is, if it is one
 	j        Join
 	joinFile string
 	nc       *nats.Conn
@@ -383,7 +410,7 @@ func (s *session) poolEnded() bool {
 // errPoolEnded if the pool has ended.
 func (s *session) join(ctx context.Context, id string, pid int) (capacity int, err error) {
 	host, _ := os.Hostname()
-	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: pid, Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
+	req, _ := json.Marshal(joinRequest{ID: id, Agent: s.agent, Host: host, PID: pid, Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
 	var m *nats.Msg
 	for start := time.Now(); ; {
 		m, err = s.nc.Request(joinSubject, req, 10*time.Second)

@@ -104,7 +104,14 @@ func TestArgumentsReleased(t *testing.T) {
 			}
 		}
 		t.Logf("the heap grew by %d MiB across the pool", grew>>20)
-		if grew > n*size*3/8 {
+		// Over the cluster the heap also holds, until the server closes
+		// after the test, the buffers of the embedded server and of the
+		// pool's connection for the 1 MiB messages (2 to 10 MiB seen).
+		bound := n * size * 3 / 8
+		if tr.remote > 0 {
+			bound = n * size * 3 / 4
+		}
+		if grew > int64(bound) {
 			t.Errorf("after Run the heap holds %d MiB more than before: the arguments (%d MiB) were kept", grew>>20, n*size>>20)
 		}
 	})
