@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,18 @@ func roleClusterWorker() int {
 	}
 	return 0
 }
+
+// waitGate reads one byte from the named pipe at path: its open blocks
+// until the pipe is opened for writing, its read until a byte is there.
+var waitGate = engine.Register("bench.wait-gate", func(ctx context.Context, path string) (struct{}, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return struct{}{}, err
+	}
+	defer f.Close()
+	_, err = io.ReadFull(f, make([]byte, 1))
+	return struct{}{}, err
+})
 
 // envAgentWorkers is the number of workers of the test binary in the role
 // "cluster-agent".
@@ -124,17 +138,22 @@ func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
 }
 
 // runGated runs n no-op jobs on p, behind a gate: the jobs depend on one
-// job that waits for a file, which is made once p has w workers. It returns
-// the time from the gate's opening to Run's return: the pool at work with
-// all its workers, their starts and handshakes left out, their stops not.
-// It checks that the workers together ran every job.
+// job per worker that reads a byte from a named pipe, into which the gate
+// writes w bytes once p has w workers (no worker polls anything
+// meanwhile). It returns the time from the gate's opening to
+// Run's return: the pool at work with all its workers, their starts and
+// handshakes left out, their stops not. It checks that the workers
+// together ran every job.
 func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 	gatePath := filepath.Join(b.TempDir(), "gate")
+	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
+		b.Fatal(err)
+	}
 	// One gate job per worker: a pool starts workers as jobs wait for
 	// them (engine.Workers), and all w must be in before the gate opens.
 	var gates []engine.Dep
 	for range w {
-		gates = append(gates, engine.Queue(p, waitFile, gatePath))
+		gates = append(gates, engine.Queue(p, waitGate, gatePath))
 	}
 	for i := range n {
 		engine.Queue(p, noop, i, engine.After(gates...))
@@ -153,9 +172,18 @@ func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 			}
 		}
 		opened <- time.Now()
-		if err := os.WriteFile(gatePath, nil, 0o644); err != nil {
+		// Open for writing (once a first reader has opened), one byte for
+		// each reader, held open until the pool has returned: a reader
+		// that opens late finds its byte there.
+		f, err := os.OpenFile(gatePath, os.O_WRONLY, 0)
+		if err != nil {
 			panic(err)
 		}
+		defer f.Close()
+		if _, err := f.Write(make([]byte, w)); err != nil {
+			panic(err)
+		}
+		<-ctx.Done()
 	}()
 	if err := p.Run(ctx); err != nil {
 		b.Fatal(err)
