@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -20,23 +19,20 @@ import (
 // for the pool of joinFile.
 func startAgents(t *testing.T, joinFile string, n int) []*exec.Cmd {
 	t.Helper()
-	var as []*exec.Cmd
-	for range n {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envAgent+"="+joinFile)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
-		as = append(as, cmd)
+	return startRoles(t, envAgent+"="+joinFile, n)
+}
+
+// agentPool starts a pool's listener and n host agents of two workers
+// each for it; the listener closes when t ends.
+func agentPool(t *testing.T, n int) (*cluster.Listener, []*exec.Cmd) {
+	t.Helper()
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return as
+	t.Cleanup(func() { l.Close() })
+	return l, startAgents(t, joinFile, n)
 }
 
 // TestAgents: two host agents of two worker processes each join a pool
@@ -44,13 +40,7 @@ func startAgents(t *testing.T, joinFile string, n int) []*exec.Cmd {
 // and one per agent), the four workers take jobs, every result is right,
 // and the agents exit with status 0 when the pool ends.
 func TestAgents(t *testing.T) {
-	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	agents := startAgents(t, joinFile, 2)
+	l, agents := agentPool(t, 2)
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 400 {
@@ -119,13 +109,7 @@ var (
 // every A job); if the windows stayed empty or behind, a worker would keep
 // A to the end.
 func TestAgentWindow(t *testing.T) {
-	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	agents := startAgents(t, joinFile, 1)
+	l, agents := agentPool(t, 1)
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var deps []engine.Dep
 	for range 40 {
@@ -163,13 +147,7 @@ func TestAgentWindow(t *testing.T) {
 // it) is given up by the pool within its silence limit; every job
 // succeeds with the right result on the workers left.
 func TestAgentKills(t *testing.T) {
-	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	agents := startAgents(t, joinFile, 2)
+	l, agents := agentPool(t, 2)
 	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(3), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 600 {
@@ -236,13 +214,7 @@ func TestAgentKills(t *testing.T) {
 // the pool runs every job on the other agent's workers, and Run returns
 // no error.
 func TestAgentLeaves(t *testing.T) {
-	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	agents := startAgents(t, joinFile, 2)
+	l, agents := agentPool(t, 2)
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 600 {

@@ -3,7 +3,6 @@ package cluster
 import (
 	"encoding/binary"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -130,47 +129,27 @@ type workerWindow struct {
 	host     *hostWindows
 	id       string
 	capacity int
-
-	mu   sync.Mutex
-	gen  uint64
-	n    uint64
-	last []uint64
-	over bool
+	published
 }
 
 // Publish records the set with the next generation and has it sent with
 // the other workers' changes of the host; it does not wait for the send.
 func (w *workerWindow) Publish(keys []uint64) bool {
-	over := len(keys) > w.capacity
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
+	sorted, over := sortedSet(keys, w.capacity)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n > 0 && over == w.over && (over || slices.Equal(sorted, w.last)) {
+	if w.same(sorted, over) {
 		return over
 	}
 	w.gen += 2
 	w.n++
-	w.last, w.over = sorted, over
+	w.keys, w.over = sorted, over
 	p := part{gen: w.gen, over: over}
 	if !over {
 		p.keys = sorted
 	}
 	w.host.put(w.id, p)
 	return over
-}
-
-func (w *workerWindow) Gen() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.gen
-}
-
-func (w *workerWindow) Publishes() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.n
 }
 
 func (w *workerWindow) Close() {}

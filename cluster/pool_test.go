@@ -227,10 +227,18 @@ func testClusterPool(t *testing.T, addr string) {
 // startWorkers starts n worker processes of the test binary for joinFile.
 func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
 	t.Helper()
-	var ws []*exec.Cmd
+	return startRoles(t, envJoin+"="+joinFile, n)
+}
+
+// startRoles starts n processes of the test binary with env added to
+// their environment (the role they play); a cleanup kills and reaps those
+// the test has not waited for.
+func startRoles(t *testing.T, env string, n int) []*exec.Cmd {
+	t.Helper()
+	var cmds []*exec.Cmd
 	for range n {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envJoin+"="+joinFile)
+		cmd.Env = append(os.Environ(), env)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -241,9 +249,9 @@ func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
 				cmd.Wait()
 			}
 		})
-		ws = append(ws, cmd)
+		cmds = append(cmds, cmd)
 	}
-	return ws
+	return cmds
 }
 
 // killSelf kills its remote worker the first time it runs (the file

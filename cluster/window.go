@@ -50,17 +50,49 @@ func decodeSet(b []byte) (keys []uint64, over bool, err error) {
 	return keys, b[0] == 1, nil
 }
 
+// published is what a publisher of a window published last, for its
+// figures and to tell a publish that changes nothing. Its methods take mu.
+type published struct {
+	mu   sync.Mutex
+	gen  uint64
+	n    uint64   // publishes that changed the set
+	keys []uint64 // sorted
+	over bool
+}
+
+// sortedSet returns keys sorted, without duplicates (keys is not
+// modified), and whether they are more than capacity.
+func sortedSet(keys []uint64, capacity int) ([]uint64, bool) {
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	return sorted, len(sorted) > capacity
+}
+
+// same reports whether sorted, over is the set published last. p.mu is
+// held.
+func (p *published) same(sorted []uint64, over bool) bool {
+	return p.n > 0 && over == p.over && (over || slices.Equal(sorted, p.keys))
+}
+
+func (p *published) Gen() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
+}
+
+func (p *published) Publishes() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
 // kvPublisher publishes one worker's window (engine.WindowPublisher).
 type kvPublisher struct {
 	kv       nats.KeyValue
 	key      string
 	capacity int
-
-	mu     sync.Mutex
-	gen    uint64
-	n      uint64
-	last   []uint64
-	over   bool
+	published
 	failed bool // a publish failed: the generation moved on without it
 }
 
@@ -72,13 +104,10 @@ func newKVPublisher(kv nats.KeyValue, key string, capacity int) *kvPublisher {
 // generation on: the worker, which cannot see that generation, then keeps
 // every item rather than evict by an old set.
 func (p *kvPublisher) Publish(keys []uint64) bool {
-	over := len(keys) > p.capacity
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
+	sorted, over := sortedSet(keys, p.capacity)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n > 0 && !p.failed && over == p.over && (over || slices.Equal(sorted, p.last)) {
+	if !p.failed && p.same(sorted, over) {
 		return over
 	}
 	rev, err := p.kv.Put(p.key, encodeSet(sorted, over))
@@ -90,20 +119,8 @@ func (p *kvPublisher) Publish(keys []uint64) bool {
 	}
 	p.failed = false
 	p.gen = max(p.gen+2, 2*rev)
-	p.last, p.over = sorted, over
+	p.keys, p.over = sorted, over
 	return over
-}
-
-func (p *kvPublisher) Gen() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.gen
-}
-
-func (p *kvPublisher) Publishes() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n
 }
 
 // Close deletes the entry.

@@ -43,6 +43,26 @@ func (r shmReader) WaitChange(after uint64, deadline time.Time) uint64 {
 	return r.Gen()
 }
 
+// servePipes starts a worker of Serve in a goroutine, over in-process
+// pipes (as a transport across hosts would carry its streams), reading a
+// window in shared memory, and returns its streams for Admit (the window
+// is the caller's to give) and the window.
+func servePipes(t *testing.T) (engine.RemoteWorker, *shm.Window) {
+	t.Helper()
+	win, err := shm.Create(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsR, jobsW := io.Pipe()
+	repR, repW := io.Pipe()
+	ctlR, ctlW := io.Pipe()
+	go func() {
+		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		repW.Close()
+	}()
+	return engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR}, win
+}
+
 // TestAdmit: a worker the pool did not start, served over streams of its
 // own (in-process pipes here, as a transport across hosts would carry
 // them), joins a running serial pool, takes jobs, and leaves when the pool
@@ -104,20 +124,11 @@ func TestAdmit(t *testing.T) {
 // pipes); one that no worker joins fails with ErrNoWorkers after its
 // wait, rather than waiting for ever.
 func TestRemoteOnly(t *testing.T) {
-	win, err := shm.Create(100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobsR, jobsW := io.Pipe()
-	repR, repW := io.Pipe()
-	ctlR, ctlW := io.Pipe()
-	go func() {
-		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
-		repW.Close()
-	}()
+	w, win := servePipes(t)
+	w.Window = shmPublisher{win}
 	p := engine.New(engine.RemoteOnly(10*time.Second), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
 		time.Sleep(300 * time.Millisecond)
-		if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err != nil {
+		if err := p.Admit(w); err != nil {
 			t.Error(err)
 		}
 	}))
@@ -140,7 +151,7 @@ func TestRemoteOnly(t *testing.T) {
 	lonely := engine.New(engine.RemoteOnly(300 * time.Millisecond))
 	j := engine.Queue(lonely, remoteSquare, 3)
 	start := time.Now()
-	err = lonely.Run(context.Background())
+	err := lonely.Run(context.Background())
 	if !errors.Is(err, engine.ErrNoWorkers) {
 		t.Fatalf("Run without workers: %v, want ErrNoWorkers", err)
 	}
@@ -179,20 +190,11 @@ func (p *slowPublisher) Publish(keys []uint64) bool {
 // would take ten seconds), Queue, Stats and Job.Cancel return before it
 // ends: the pool publishes without holding its lock.
 func TestPublishOffTheLock(t *testing.T) {
-	win, err := shm.Create(100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jobsR, jobsW := io.Pipe()
-	repR, repW := io.Pipe()
-	ctlR, ctlW := io.Pipe()
-	go func() {
-		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
-		repW.Close()
-	}()
+	w, win := servePipes(t)
 	pub := &slowPublisher{shmPublisher: shmPublisher{win}, entered: make(chan struct{}), release: make(chan struct{})}
+	w.Window = pub
 	p := engine.New(engine.RemoteOnly(time.Minute), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
-		if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: pub}); err != nil {
+		if err := p.Admit(w); err != nil {
 			t.Error(err)
 		}
 	}))
