@@ -25,9 +25,10 @@ import (
 // host.
 //
 // A worker that dies while the pool runs is replaced (its running job is
-// Aborted, or run again with retries, as any worker's); after five deaths
-// in a row of workers that had not been stopped by the pool the agent
-// gives up and returns an error. Agent returns once the pool has stopped
+// Aborted, or run again with retries, as any worker's); after five workers
+// in a row died within agentShortLife of their start, the agent gives up
+// and returns an error (a worker that lived longer starts the count
+// again). Agent returns once the pool has stopped
 // all of its workers, or has ended; when its connection ends, or ctx ends,
 // it terminates its workers (SIGTERM: their running jobs are cancelled and
 // Aborted, the jobs sent ahead go to other workers) and returns.
@@ -59,12 +60,13 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		}
 	}()
 	var mu sync.Mutex
-	deaths := 0 // in a row
+	deaths := 0 // in a row, of workers that lived less than agentShortLife
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				start := time.Now()
 				stopped, err := s.serveOne(ctx, wins, stdout, stderr)
 				if err == nil && stopped {
 					return // the pool stopped it: its run is over
@@ -73,11 +75,14 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 					return
 				}
 				mu.Lock()
+				if time.Since(start) >= agentShortLife {
+					deaths = 0
+				}
 				deaths++
 				d := deaths
 				mu.Unlock()
 				if d >= agentDeathLimit {
-					errs[i] = fmt.Errorf("cluster: agent: %d workers in a row died: %w", d, err)
+					errs[i] = fmt.Errorf("cluster: agent: %d workers in a row died within %v of their start: %w", d, agentShortLife, err)
 					cancel()
 					return
 				}
@@ -91,9 +96,12 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	return errors.Join(errs...)
 }
 
-// agentDeathLimit is how many of an agent's workers may die in a row
-// before it gives up.
-const agentDeathLimit = 5
+// agentDeathLimit is how many of an agent's workers may die in a row,
+// each within agentShortLife of its start, before the agent gives up.
+const (
+	agentDeathLimit = 5
+	agentShortLife  = 10 * time.Second
+)
 
 func stderrOr(w io.Writer) io.Writer {
 	if w == nil {

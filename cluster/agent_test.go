@@ -3,8 +3,10 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -257,5 +259,46 @@ func TestAgentLeaves(t *testing.T) {
 	}
 	if err := agents[0].Wait(); err != nil {
 		t.Errorf("the other agent: %v", err)
+	}
+}
+
+// killsItsWorker kills the process it runs in.
+var killsItsWorker = engine.Register("cluster_test.kills-its-worker", func(ctx context.Context, _ struct{}) (struct{}, error) {
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	return struct{}{}, nil
+})
+
+// TestAgentGivesUp: an agent whose workers die one after the other, each
+// soon after its start, gives up after five and exits with an error that
+// says so; the pool, left without workers, fails.
+func TestAgentGivesUp(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envAgent+"="+joinFile)
+	var stderr proctest.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := engine.New(engine.RemoteOnly(5*time.Second), engine.Retries(20), l.Option())
+	engine.Queue(p, killsItsWorker, struct{}{})
+	if err := p.Run(context.Background()); err == nil {
+		t.Error("Run succeeded with a job that kills every worker")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(stderr.String(), "5 workers in a row died") {
+			t.Errorf("the agent: %v, want it to give up after 5 deaths; it said:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the agent still runs 30 s after the pool ended; it said:\n%s", stderr.String())
 	}
 }

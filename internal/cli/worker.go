@@ -40,8 +40,8 @@ pool, starts the N worker processes, relays their jobs and replies, and
 writes each worker's window (which items it must keep) in shared memory,
 which the workers read without asking, as on the pool's host. A worker
 process that dies is replaced while the pool runs (its running job is
-Aborted, or run again with --retries); after five deaths in a row the
-agent gives up. Run one agent per host: srun --ntasks-per-node=1 poolrun
+Aborted, or run again with --retries); when five in a row die within
+10 s of their start, the agent gives up (exit status 1). Run one agent per host: srun --ntasks-per-node=1 poolrun
 worker --join-file FILE uses every core of each node.
 
 SIGTERM or Ctrl-C (as Slurm stops a job step) makes the workers leave the
