@@ -76,19 +76,7 @@ func TestAgents(t *testing.T) {
 	if len(pids) != 4 {
 		t.Errorf("%d distinct worker processes, want 4", len(pids))
 	}
-	for i, cmd := range agents {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("agent %d: %v", i, err)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("agent %d did not exit within 20 s of the pool's end", i)
-		}
-	}
+	exitZero(t, "agent", agents)
 }
 
 var (

@@ -199,19 +199,7 @@ func testClusterPool(t *testing.T, addr string) {
 	if len(st.Workers) < 2 || remote == 0 {
 		t.Errorf("no remote worker ran a job (%d workers)", len(st.Workers))
 	}
-	for i, cmd := range workers {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("worker %d: %v", i, err)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("worker %d did not exit within 20 s of the pool's end", i)
-		}
-	}
+	exitZero(t, "worker", workers)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +216,25 @@ func testClusterPool(t *testing.T, addr string) {
 func startWorkers(t *testing.T, joinFile string, n int) []*exec.Cmd {
 	t.Helper()
 	return startRoles(t, envJoin+"="+joinFile, n)
+}
+
+// exitZero checks that each of cmds (named what) exits with status 0
+// within 20 s of the pool's end; it kills those that do not.
+func exitZero(t *testing.T, what string, cmds []*exec.Cmd) {
+	t.Helper()
+	for i, cmd := range cmds {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s %d: %v", what, i, err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("%s %d did not exit within 20 s of the pool's end", what, i)
+		}
+	}
 }
 
 // startRoles starts n processes of the test binary with env added to

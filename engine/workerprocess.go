@@ -94,6 +94,3 @@ func (w *WorkerProcess) Wait() error {
 	}
 	return fmt.Errorf("engine: worker process %d %w", w.PID(), err)
 }
-
-// StderrTail returns the last lines the worker wrote to its stderr.
-func (w *WorkerProcess) StderrTail() string { return w.sp.stderr.last() }
