@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -17,18 +18,8 @@ import (
 )
 
 // envJoin names the join file of the pool that the test binary, in the role
-// "cluster-worker", joins as a remote worker.
+// "cluster-agent", joins as a host agent.
 const envJoin = "POOLRUN_BENCH_JOIN"
-
-// roleClusterWorker is the test binary as a remote worker of the pool of
-// the join file $POOLRUN_BENCH_JOIN: what `poolrun worker` does, once.
-func roleClusterWorker() int {
-	if err := cluster.Work(context.Background(), os.Getenv(envJoin)); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: cluster worker:", err)
-		return 1
-	}
-	return 0
-}
 
 // waitGate reads one byte from the named pipe at path: its open blocks
 // until the pipe is opened for writing, its read until a byte is there.
@@ -67,23 +58,38 @@ func runPipes(b *testing.B, w, n int) time.Duration {
 	return runGated(b, engine.New(engine.Workers(w)), w, n)
 }
 
-// runCluster runs n no-op jobs on a pool with no worker of its own and w
-// remote workers that join over loopback, each a process of its own
-// (cluster.Work); see runAgents.
-func runCluster(b *testing.B, w, n int) time.Duration {
-	d, _ := runAgents(b, w, n, 0)
-	return d
+// clusterShape is how w remote workers are spread over host agents in
+// the cluster benchmarks: one agent up to 8 workers, 2 up to 16, then
+// agents of at most 100 workers (100: 4 of 25; 1,000: 10 of 100), as on
+// hosts of many cores.
+func clusterShape(w int) (agents, perAgent int) {
+	switch {
+	case w <= 8:
+		return 1, w
+	case w <= 16:
+		return 2, (w + 1) / 2
+	case w <= 100:
+		return 4, (w + 3) / 4
+	}
+	agents = (w + 99) / 100
+	return agents, (w + agents - 1) / agents
 }
 
-// runAgents runs n no-op jobs on a pool with no worker of its own and w
-// remote workers that join over loopback: behind host agents of perAgent
-// workers each (the last fewer), or, with perAgent 0, each a process with
-// a connection of its own (cluster.Work). The test binary plays the
-// agents or workers, started before the pool runs (they ask to join until
-// the pool answers). It returns the time runGated measures and the number
-// of clients of the pool's server once every worker is in. Every process
-// must exit with status 0 once the pool has returned.
-func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
+// clusterRun is what runCluster measured.
+type clusterRun struct {
+	d       time.Duration // see runGated
+	clients int           // of the pool's server, once every worker is in
+	cpu     time.Duration // the pool's process's CPU time over d
+	heap    int64         // the pool's live heap with every worker in, less before
+}
+
+// runCluster runs n no-op jobs on a pool with no worker of its own and w
+// remote workers that join over loopback behind host agents of perAgent
+// workers each (the last fewer): the test binary plays the agents
+// (poolrun worker -j perAgent), started before the pool runs (they ask to
+// join until the pool answers). Every process must exit with status 0 once
+// the pool has returned.
+func runCluster(b *testing.B, w, n, perAgent int) clusterRun {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
 	l, err := cluster.Listen("127.0.0.1:0", joinFile)
 	if err != nil {
@@ -92,15 +98,10 @@ func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
 	defer l.Close()
 	var cmds []*exec.Cmd
 	for left := w; left > 0; {
+		k := min(left, perAgent)
+		left -= k
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		if perAgent == 0 {
-			cmd.Env = append(os.Environ(), envRole+"=cluster-worker", envJoin+"="+joinFile)
-			left--
-		} else {
-			k := min(left, perAgent)
-			cmd.Env = append(os.Environ(), envRole+"=cluster-agent", envJoin+"="+joinFile, envAgentWorkers+"="+strconv.Itoa(k))
-			left -= k
-		}
+		cmd.Env = append(os.Environ(), envRole+"=cluster-agent", envJoin+"="+joinFile, envAgentWorkers+"="+strconv.Itoa(k))
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -113,28 +114,43 @@ func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
 		}
 	}()
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
-	clients := 0
-	p.Go(func(ctx context.Context) error {
-		for len(p.Stats().Workers) < w && ctx.Err() == nil {
-			time.Sleep(time.Millisecond) // polled: no event says that a worker joined
-		}
-		clients = l.Clients()
-		return nil
+	var r clusterRun
+	var cpu0 time.Duration
+	var heap0 int64
+	r.d = runGatedHook(b, p, w, n, func() { heap0 = liveHeap() }, func() {
+		r.clients = l.Clients()
+		r.heap = liveHeap() - heap0
+		cpu0 = processCPU()
 	})
-	d := runGated(b, p, w, n)
+	r.cpu = processCPU() - cpu0
 	for i, cmd := range cmds {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
 			if err != nil {
-				b.Fatalf("remote process %d: %v", i, err)
+				b.Fatalf("host agent %d: %v", i, err)
 			}
-		case <-time.After(10 * time.Second):
-			b.Fatalf("remote process %d still runs 10 s after the pool returned", i)
+		case <-time.After(30 * time.Second):
+			b.Fatalf("host agent %d still runs 30 s after the pool returned", i)
 		}
 	}
-	return d, clients
+	return r
+}
+
+// liveHeap returns the bytes of the live heap, after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// processCPU returns the CPU time (user and system) of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runGated runs n no-op jobs on p, behind a gate: the jobs depend on one
@@ -145,6 +161,12 @@ func runAgents(b *testing.B, w, n, perAgent int) (time.Duration, int) {
 // handshakes left out, their stops not. It checks that the workers
 // together ran every job.
 func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
+	return runGatedHook(b, p, w, n, nil, nil)
+}
+
+// runGatedHook is runGated, calling queued (if not nil) once the jobs are
+// queued, before Run, and atGate (if not nil) as the gate opens.
+func runGatedHook(b *testing.B, p *engine.Pool, w, n int, queued, atGate func()) time.Duration {
 	gatePath := filepath.Join(b.TempDir(), "gate")
 	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
 		b.Fatal(err)
@@ -158,6 +180,9 @@ func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 	for i := range n {
 		engine.Queue(p, noop, i, engine.After(gates...))
 	}
+	if queued != nil {
+		queued()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opened := make(chan time.Time, 1)
@@ -170,6 +195,9 @@ func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 			case <-ctx.Done():
 				return
 			}
+		}
+		if atGate != nil {
+			atGate()
 		}
 		opened <- time.Now()
 		// Open for writing (once a first reader has opened), one byte for
@@ -207,16 +235,17 @@ func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
 
 // BenchmarkClusterDispatch runs b.N no-op jobs, queued before the pool
 // starts, on 2 local workers over pipes and then on 2 remote workers over
-// the cluster transport (loopback, the embedded NATS server), in every op,
-// and reports each one's jobs/s and their ratio (cluster over pipes; below
-// 1, the cluster is slower). The time runs from the moment both workers
-// are in the pool to Run's return (see runGated); ns/op is the whole op,
-// the starts of the workers and of the server included, per job.
+// the cluster transport (one host agent, loopback, the embedded NATS
+// server), in every op, and reports each one's jobs/s and their ratio
+// (cluster over pipes; below 1, the cluster is slower). The time runs from
+// the moment both workers are in the pool to Run's return (see runGated);
+// ns/op is the whole op, the starts of the workers and of the server
+// included, per job.
 func BenchmarkClusterDispatch(b *testing.B) {
 	const workers = 2
 	n := max(b.N, workers)
 	pipes := runPipes(b, workers, n)
-	clus := runCluster(b, workers, n)
+	clus := runCluster(b, workers, n, workers).d
 	pipesRate := float64(n) / pipes.Seconds()
 	clusRate := float64(n) / clus.Seconds()
 	b.ReportMetric(pipesRate, "pipes-jobs/s")
@@ -224,37 +253,25 @@ func BenchmarkClusterDispatch(b *testing.B) {
 	b.ReportMetric(clusRate/pipesRate, "cluster/pipes")
 }
 
-// BenchmarkClusterAgents runs b.N no-op jobs on 2 to 16 remote workers
-// (sizes.clusterWorkers) over loopback, each a process with a connection
-// of its own (join=each) or behind host agents of 8 workers (join=agents:
-// poolrun worker -j 8), in turn, and reports jobs/s and the clients of the
-// pool's server once every worker is in.
-func BenchmarkClusterAgents(b *testing.B) {
-	for _, w := range sizes.clusterWorkers {
-		for _, mode := range []struct {
-			name     string
-			perAgent int
-		}{{"each", 0}, {"agents", 8}} {
-			b.Run(fmt.Sprintf("workers=%d/join=%s", w, mode.name), func(b *testing.B) {
-				n := max(b.N, w)
-				d, clients := runAgents(b, w, n, mode.perAgent)
-				b.ReportMetric(float64(n)/d.Seconds(), "jobs/s")
-				b.ReportMetric(float64(clients), "clients")
-			})
-		}
-	}
-}
-
-// BenchmarkClusterWorkers runs b.N no-op jobs on 1 to 16 remote workers
-// (sizes.clusterWorkers) over loopback and reports jobs/s: what the cluster
-// transport and the parent's one dispatch loop sustain as workers are
-// added on a host with 2 cores. The latency of the window at the same
-// counts is cluster's BenchmarkWindowSeen.
+// BenchmarkClusterWorkers runs b.N no-op jobs on 2 to 1,000 remote worker
+// processes (sizes.clusterWorkers) behind host agents (clusterShape), over
+// loopback, on this one machine, and reports: jobs/s; the clients of the
+// pool's server once every worker is in (one per agent, and the pool's);
+// the pool's CPU time per job (pool-cpu-µs/job); and the pool's live heap
+// per worker with every worker in (pool-KiB/worker). What the cluster
+// transport and the pool's one dispatch loop sustain as workers are added;
+// on 2 cores, 1,000 worker processes and their agents share the machine
+// with the pool.
 func BenchmarkClusterWorkers(b *testing.B) {
 	for _, w := range sizes.clusterWorkers {
-		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			d := runCluster(b, w, max(b.N, w))
-			b.ReportMetric(float64(max(b.N, w))/d.Seconds(), "jobs/s")
+		agents, perAgent := clusterShape(w)
+		b.Run(fmt.Sprintf("workers=%d/agents=%d", w, agents), func(b *testing.B) {
+			n := max(b.N, w)
+			r := runCluster(b, w, n, perAgent)
+			b.ReportMetric(float64(n)/r.d.Seconds(), "jobs/s")
+			b.ReportMetric(float64(r.clients), "clients")
+			b.ReportMetric(float64(r.cpu.Microseconds())/float64(n), "pool-cpu-µs/job")
+			b.ReportMetric(float64(r.heap)/1024/float64(w), "pool-KiB/worker")
 		})
 	}
 }

@@ -29,10 +29,11 @@
 //     make -j2 on 1,000 jobs of true, and what a Go process pays to wait
 //     for its children; skipped where make is not installed.
 //   - BenchmarkClusterDispatch and BenchmarkClusterWorkers: no-op jobs on
-//     remote workers that join over loopback (package cluster), against
-//     local workers over pipes in the same op, and with 1 to 16 remote
-//     workers: jobs/s. The window's latency across processes is
-//     BenchmarkWindowSeen in package cluster.
+//     remote workers behind host agents that join over loopback (package
+//     cluster), against local workers over pipes in the same op, and with
+//     2 to 1,000 remote worker processes: jobs/s, the server's clients,
+//     the pool's CPU per job and heap per worker. The window's latency
+//     through the agents is BenchmarkAgentWindowSeen in package cluster.
 //
 // The maintenance of the required set (the engine's per-key reference
 // counts against rescanning every job on each completion) needs the
@@ -43,6 +44,5 @@
 //
 // The test binary starts worker processes (it is its own worker: TestMain
 // calls engine.Init first), for BenchmarkSnapshot a publisher process, and
-// for the cluster benchmarks remote workers (cluster.Work) and host agents
-// (cluster.Agent).
+// for the cluster benchmarks host agents (cluster.Agent).
 package bench

@@ -42,8 +42,6 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePoolrun())
 	case "forkwait-wait", "forkwait-poll":
 		os.Exit(roleForkWait(role))
-	case "cluster-worker":
-		os.Exit(roleClusterWorker())
 	case "cluster-agent":
 		os.Exit(roleClusterAgent())
 	default:
@@ -113,7 +111,7 @@ var fullSizes = benchSizes{
 	holdWorkers:     []int{2, 4},
 	holdPhases:      6,
 	holdPhaseJobs:   40,
-	clusterWorkers:  []int{1, 2, 4, 8, 16},
+	clusterWorkers:  []int{2, 16, 100, 1000},
 	forkWaitJobs:    makeJobs,
 }
 

@@ -2,36 +2,52 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/spawn"
 )
 
 // Agent joins the pool of joinFile as one host agent: one connection to
 // the pool's server, and n worker processes of this program behind it
-// (engine.StartWorkerProcess: the very processes a local pool starts),
-// each of which joins as a worker of its own. The agent relays each
-// worker's frames between its pipes and its subjects, and writes each
-// worker's window, in shared memory, from the pool's sets, at the pool's
-// generations: the workers read it with atomic loads, as on the pool's
-// host.
+// (engine.StartWorkerProcess: the very processes a local pool starts).
+// The pool sends the agent its workers' jobs, control and windows on one
+// stream, and the agent sends their replies back on another (host.go); it
+// relays each worker's frames between those streams and the worker's
+// pipes, and writes each worker's window, in shared memory, from the
+// pool's sets at the pool's generations: the workers read it with atomic
+// loads, as on the pool's host.
 //
 // A worker that dies while the pool runs is replaced (its running job is
 // Aborted, or run again with retries, as any worker's); after five workers
 // in a row died within agentShortLife of their start, the agent gives up
 // and returns an error (a worker that lived longer starts the count
-// again). Agent returns once the pool has stopped
-// all of its workers, or has ended; when its connection ends, or ctx ends,
-// it terminates its workers (SIGTERM: their running jobs are cancelled and
-// Aborted, the jobs sent ahead go to other workers) and returns.
+// again). A worker that the pool kills (a timeout, a cancel not heeded, a
+// worker silent) is killed, and replaced.
+//
+// When the agent has heard nothing from the pool for fenceAfter of its
+// own running time, it stops its workers and the commands of their jobs
+// (SIGSTOP), and continues them when the pool speaks again (a pool that
+// was stopped, Ctrl-Z, keeps its workers); if the pool says it has given
+// this host up meanwhile, the agent kills them, and returns an error: the
+// pool has given their jobs to other workers, and nothing of them runs on
+// beside those.
+//
+// Agent returns once the pool has stopped all of its workers, or has
+// ended; when its connection ends, or ctx ends, it terminates its workers
+// (SIGTERM: their running jobs are cancelled and Aborted, the jobs sent
+// ahead go to other workers) and returns. The agent's workers die with
+// its process (a parent-death signal).
 func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer) error {
 	if n < 1 {
 		return fmt.Errorf("cluster: an agent of %d workers", n)
@@ -41,23 +57,47 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		return err
 	}
 	defer s.close()
-	s.agent = nuid.Next()
-	wins := &agentWindows{workers: map[string]mirrored{}, early: map[string]part{}}
-	sub, err := s.nc.Subscribe(agentSubject(s.agent, "win"), wins.handle)
+	id := nuid.Next()
+	down, err := newStreamReader(s.nc, hostSubject(id, "down"))
 	if err != nil {
 		return err
 	}
-	defer sub.Unsubscribe()
+	defer down.Close()
+	capacity, err := s.join(ctx, id)
+	if errors.Is(err, errPoolEnded) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if capacity < 1 {
+		return errors.New("cluster: the pool's answer gives no window capacity")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	a := &agent{
+		s: s, capacity: capacity, stdout: stdout, stderr: stderrOr(stderr),
+		up:      newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
+		workers: map[uint64]*agentWorker{},
+	}
+	a.heard.Store(time.Now().UnixNano())
+	defer a.up.close()
+	go func() {
+		a.read(down)
+		cancel()
+	}()
 	go func() {
 		select {
 		case <-s.lost:
-			cancel()
 		case <-s.ended:
-			cancel()
 		case <-ctx.Done():
 		}
+		cancel()
+	}()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		a.watch(ctx)
 	}()
 	var mu sync.Mutex
 	deaths := 0 // in a row, of workers that lived less than agentShortLife
@@ -67,7 +107,7 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				start := time.Now()
-				stopped, err := s.serveOne(ctx, wins, stdout, stderr)
+				stopped, err := a.serveOne(ctx)
 				if err == nil && stopped {
 					return // the pool stopped it: its run is over
 				}
@@ -86,13 +126,18 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 					cancel()
 					return
 				}
-				if err != nil {
-					fmt.Fprintf(stderrOr(stderr), "poolrun agent: worker %d: %v; starting another\n", i+1, err)
+				if err != nil && !a.killed(err) {
+					fmt.Fprintf(a.stderr, "poolrun agent: worker %d: %v; starting another\n", i+1, err)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	cancel()
+	<-watched
+	if g := a.gone.Load(); g != nil {
+		return *g
+	}
 	return errors.Join(errs...)
 }
 
@@ -110,121 +155,234 @@ func stderrOr(w io.Writer) io.Writer {
 	return w
 }
 
-// serveOne starts a worker process, joins it to the pool, and relays for
+// An agent is the agent's side of a host: its workers, by slot.
+type agent struct {
+	s              *session
+	capacity       int
+	stdout, stderr io.Writer
+	up             *sender
+
+	heard atomic.Int64 // when the agent last heard from the pool, unix ns
+	gone  atomic.Pointer[error]
+	slots atomic.Uint64 // the last slot given
+
+	mu      sync.Mutex
+	workers map[uint64]*agentWorker
+	fenced  bool
+}
+
+// An agentWorker is one of the agent's worker processes, with what the
+// pool sent it and its pipes have not taken yet.
+type agentWorker struct {
+	wp        *engine.WorkerProcess
+	jobs, ctl *pipe
+	killed    atomic.Bool // by the agent, for the pool
+}
+
+// read reads what the pool sends until the stream ends.
+func (a *agent) read(down io.Reader) {
+	rr := newRecordReader(down)
+	for {
+		kind, slot, payload, err := rr.next()
+		if err != nil {
+			return
+		}
+		a.heard.Store(time.Now().UnixNano())
+		if kind == recGone {
+			err := fmt.Errorf("%w: %s", errGone, payload)
+			a.gone.Store(&err)
+			a.mu.Lock()
+			for _, w := range a.workers {
+				w.kill()
+			}
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Lock()
+		w := a.workers[slot]
+		a.mu.Unlock()
+		if w == nil {
+			continue // the worker has ended; or a ping
+		}
+		switch kind {
+		case recJobs:
+			w.jobs.write(payload)
+		case recCtl:
+			w.ctl.write(payload)
+		case recClose:
+			w.jobs.end(io.EOF)
+			if len(payload) == 1 && payload[0] == 1 {
+				w.kill()
+			}
+		case recWin:
+			p, err := decodePart(payload)
+			if err != nil {
+				return
+			}
+			keys := p.keys
+			if p.over {
+				// More keys than the window holds: it says "keep
+				// everything".
+				keys = make([]uint64, a.capacity+1)
+				for i := range keys {
+					keys[i] = uint64(i + 1)
+				}
+			}
+			w.wp.Publish(keys, p.gen)
+		}
+	}
+}
+
+// kill kills the worker at once (and, with its process group, what its
+// job started there; the commands of its jobs die with it).
+func (w *agentWorker) kill() {
+	w.killed.Store(true)
+	syscall.Kill(-w.wp.PID(), syscall.SIGCONT) // a stopped worker dies too
+	w.wp.Terminate(0)
+}
+
+// killed reports whether err is the end of a worker the agent killed.
+func (a *agent) killed(err error) bool {
+	var k *killedWorker
+	return errors.As(err, &k)
+}
+
+type killedWorker struct{ err error }
+
+func (k *killedWorker) Error() string { return "killed for the pool: " + k.err.Error() }
+func (k *killedWorker) Unwrap() error { return k.err }
+
+// watch stops the workers when the pool has been silent for fenceAfter
+// of this process's running time, and continues them when it speaks
+// again; it pings the pool when the agent has had nothing to send for
+// pingEvery. It returns when ctx ends, with the workers continued.
+func (a *agent) watch(ctx context.Context) {
+	t := time.NewTicker(pingEvery / 2)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			a.fence(false)
+			return
+		case now := <-t.C:
+			if now.Sub(last) > fenceAfter/2 {
+				// This process did not run for a while: the pool's
+				// silence meanwhile says nothing.
+				a.heard.Store(now.UnixNano())
+			}
+			last = now
+			a.fence(now.Sub(time.Unix(0, a.heard.Load())) >= fenceAfter)
+			if a.up.idle(pingEvery) {
+				a.up.put(recPing, 0, nil)
+			}
+		}
+	}
+}
+
+// fence stops (on) or continues (off) the agent's workers, their process
+// groups, and the commands of their jobs, if they are not already.
+func (a *agent) fence(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fenced == on {
+		return
+	}
+	a.fenced = on
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+		fmt.Fprintf(a.stderr, "poolrun agent: no word from the pool for %v: its workers here are stopped until it speaks\n", fenceAfter)
+	} else {
+		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
+	}
+	for _, w := range a.workers {
+		syscall.Kill(-w.wp.PID(), sig)
+	}
+	signalCommands(sig)
+}
+
+// serveOne starts a worker process, opens it to the pool, and relays for
 // it until it ends; stopped says that the pool stopped it (it exited with
 // status 0), err why it ended otherwise.
-func (s *session) serveOne(ctx context.Context, wins *agentWindows, stdout, stderr io.Writer) (stopped bool, err error) {
-	id := nuid.Next()
-	jobs, err := newStreamReader(s.nc, workerSubject(id, "jobs"))
+func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
+	wp, err := engine.StartWorkerProcess(a.capacity, a.stdout, a.stderr)
 	if err != nil {
 		return false, err
 	}
-	defer jobs.Close()
-	ctl, err := newStreamReader(s.nc, workerSubject(id, "ctl"))
-	if err != nil {
-		return false, err
+	w := &agentWorker{wp: wp, jobs: newPipe(), ctl: newPipe()}
+	slot := a.slots.Add(1)
+	a.mu.Lock()
+	a.workers[slot] = w
+	if a.fenced {
+		syscall.Kill(-wp.PID(), syscall.SIGSTOP)
 	}
-	defer ctl.Close()
-	capacity, err := s.join(ctx, id, os.Getpid())
-	if errors.Is(err, errPoolEnded) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if capacity < 1 {
-		return false, errors.New("cluster: the pool's answer gives no window capacity")
-	}
-	// The pool has sent the handshake already: it waits in jobs until the
-	// worker reads it; its window's first set waits in wins.
-	wp, err := engine.StartWorkerProcess(capacity, stdout, stderr)
-	if err != nil {
-		return false, err
-	}
+	a.mu.Unlock()
 	ended := make(chan error, 1)
 	go func() { ended <- wp.Wait() }()
-	wins.add(id, wp, capacity)
-	defer wins.remove(id)
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go s.ping(wctx, id, func() {})
-	go func() {
-		io.Copy(wp.Jobs(), jobs)
-		wp.Jobs().Close() // the pool closed the stream: the worker ends
-	}()
-	go io.Copy(wp.Control(), ctl)
-	rep := newStreamWriter(s.nc, workerSubject(id, "rep"))
+	go pump(w.jobs, wp.Jobs(), true)
+	go pump(w.ctl, wp.Control(), false)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		io.Copy(flushedWriter{rep}, wp.Replies())
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := wp.Replies().Read(buf)
+			if n > 0 {
+				a.up.putData(recReply, slot, buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
+	a.up.put(recOpen, slot, binary.AppendUvarint(nil, uint64(wp.PID())))
 	select {
 	case err = <-ended:
 	case <-ctx.Done():
 		wp.Terminate(2 * time.Second)
 		err = <-ended
 	}
-	<-copied // every reply the worker wrote has gone to the pool
-	rep.Close()
+	<-copied // every reply the worker wrote goes to the pool before its end
+	a.mu.Lock()
+	delete(a.workers, slot)
+	a.mu.Unlock()
+	w.jobs.Close()
+	w.ctl.Close()
+	if err != nil && w.killed.Load() {
+		err = &killedWorker{err}
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	a.up.put(recEnd, slot, []byte(why))
 	return err == nil, err
 }
 
-// agentWindows are the windows of an agent's workers: each message on the
-// agent's window subject brings the sets that changed, which go to the
-// workers' windows in shared memory at the pool's generations. A set for
-// a worker whose process is not started yet waits for it.
-type agentWindows struct {
-	mu      sync.Mutex
-	workers map[string]mirrored
-	early   map[string]part
-}
-
-// mirrored is a worker process with its window's capacity.
-type mirrored struct {
-	wp       *engine.WorkerProcess
-	capacity int
-}
-
-func (a *agentWindows) handle(m *nats.Msg) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	decodeParts(m.Data, func(id string, p part) {
-		if w, ok := a.workers[id]; ok {
-			w.publish(p)
-		} else if q, ok := a.early[id]; !ok || q.gen < p.gen {
-			a.early[id] = p
+// pump writes what comes in p to w, until p ends (then it closes w, if
+// closeAtEnd) or is closed.
+func pump(p *pipe, w io.WriteCloser, closeAtEnd bool) {
+	for {
+		bufs, err := p.next()
+		if err != nil {
+			if closeAtEnd && err == io.EOF {
+				w.Close()
+			}
+			return
 		}
-	})
-}
-
-func (a *agentWindows) add(id string, wp *engine.WorkerProcess, capacity int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	w := mirrored{wp: wp, capacity: capacity}
-	a.workers[id] = w
-	if p, ok := a.early[id]; ok {
-		delete(a.early, id)
-		w.publish(p)
-	}
-}
-
-func (a *agentWindows) remove(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.workers, id)
-}
-
-// publish puts p in the worker's window; an overflowed set as more keys
-// than the window holds, which it takes for an overflow. A set older than
-// the window's (a message that came late) is dropped.
-func (w mirrored) publish(p part) {
-	keys := p.keys
-	if p.over {
-		keys = make([]uint64, w.capacity+1)
-		for i := range keys {
-			keys[i] = uint64(i + 1)
+		for _, b := range bufs {
+			if _, err := w.Write(b); err != nil {
+				p.Close() // the worker is gone: drop what comes
+				return
+			}
 		}
 	}
-	w.wp.Publish(keys, p.gen)
+}
+
+// signalCommands sends sig to the commands that the jobs of this agent's
+// workers run, and what those started (spawn.OwnerEnv marks them: a
+// worker's pool, in the mark, is its parent, the agent).
+func signalCommands(sig syscall.Signal) {
+	spawn.SignalTagged(spawn.OwnedByPool(spawn.Tag(os.Getpid())), sig)
 }

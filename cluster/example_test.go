@@ -15,10 +15,11 @@ var double = engine.Register("example.double", func(ctx context.Context, x int) 
 	return 2 * x, nil
 })
 
-// A pool with no worker of its own and one that joins through the join
-// file. Here the worker is a goroutine of the same program, over loopback;
-// on another host it is the same program, whose main calls engine.Init
-// and then cluster.Work (poolrun: poolrun worker --join-file FILE).
+// A pool with no worker of its own, and a host agent of one worker that
+// joins through the join file. Here the agent is a goroutine of the same
+// program, over loopback; on another host it is the same program, whose
+// main calls engine.Init and then cluster.Agent (poolrun: poolrun worker
+// --join-file FILE -j N).
 func ExampleListen() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
@@ -35,7 +36,7 @@ func ExampleListen() {
 		jobs = append(jobs, engine.Queue(p, double, i+1))
 	}
 	worker := make(chan error, 1)
-	go func() { worker <- cluster.Work(context.Background(), joinFile) }()
+	go func() { worker <- cluster.Agent(context.Background(), joinFile, 1, nil, nil) }()
 	if err := p.Run(context.Background()); err != nil {
 		fmt.Println(err)
 		return
@@ -46,8 +47,8 @@ func ExampleListen() {
 		got = append(got, v)
 	}
 	fmt.Println(got)
-	fmt.Println("worker:", <-worker)
+	fmt.Println("agent:", <-worker)
 	// Output:
 	// [2 4 6]
-	// worker: <nil>
+	// agent: <nil>
 }

@@ -7,12 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/shm"
 )
@@ -47,43 +46,59 @@ func agentWindowSide(joinFile, agent string) error {
 	}
 	defer nc.Close()
 	out := bufio.NewWriter(os.Stdout)
-	wins := map[string]*shm.Window{}
+	wins := map[uint64]*shm.Window{}
 	defer func() {
 		for _, w := range wins {
 			w.Close()
 		}
 	}()
-	sub, err := nc.Subscribe(agentSubject(agent, "win"), func(m *nats.Msg) {
-		decodeParts(m.Data, func(id string, p part) {
-			w := wins[id]
-			if w == nil {
-				if w, err = shm.Create(1000); err != nil {
-					panic(err)
-				}
-				wins[id] = w
-			}
-			w.PublishAt(p.keys, p.gen)
-			fmt.Fprintf(out, "%s %d %d\n", id, p.gen, time.Now().UnixNano())
-		})
-		out.Flush()
-	})
+	down, err := newStreamReader(nc, hostSubject(agent, "down"))
 	if err != nil {
 		return err
 	}
-	defer sub.Unsubscribe()
+	defer down.Close()
 	if err := nc.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "ready")
 	out.Flush()
-	io.Copy(io.Discard, os.Stdin)
-	return nil
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		down.Close()
+	}()
+	rr := newRecordReader(down)
+	for {
+		kind, slot, payload, err := rr.next()
+		if err != nil {
+			return nil
+		}
+		if kind != recWin {
+			continue
+		}
+		p, err := decodePart(payload)
+		if err != nil {
+			return err
+		}
+		w := wins[slot]
+		if w == nil {
+			if w, err = shm.Create(1000); err != nil {
+				return err
+			}
+			wins[slot] = w
+		}
+		w.PublishAt(p.keys, p.gen)
+		fmt.Fprintf(out, "%d %d %d\n", slot, p.gen, time.Now().UnixNano())
+		if rr.r.Buffered() == 0 {
+			out.Flush()
+		}
+	}
 }
 
 // BenchmarkAgentWindowSeen measures the windows of the workers behind host
 // agents: the pool publishes a new required set to each of the workers
 // (what the engine does when the set changes, one publish per worker; the
-// sets of one agent's workers go in one message, see hostWindows), and each
+// sets of one agent's workers go in one message of its down stream, see
+// hostwindow.go), and each
 // agent's window side (a process of its own) puts each set in its worker's
 // window in shared memory, noting when. One op is one such change; the
 // next starts when every worker's window has it. Reported as for
@@ -157,9 +172,10 @@ func benchAgentWindowSeen(b *testing.B, agents, perAgent int) {
 		case <-time.After(30 * time.Second):
 			b.Fatalf("agent %d is not ready after 30 s", a)
 		}
-		h := newHostWindows(l.nc, agent)
+		h := &remoteHost{down: newSender(newStreamWriter(l.nc, hostSubject(agent, "down")))}
+		defer h.down.close()
 		for w := range perAgent {
-			pubs = append(pubs, &workerWindow{host: h, id: "w" + strconv.Itoa(w), capacity: 1000})
+			pubs = append(pubs, &workerWindow{host: h, slot: uint64(w + 1), capacity: 1000})
 		}
 	}
 	defer func() {
@@ -208,4 +224,9 @@ func benchAgentWindowSeen(b *testing.B, agents, perAgent int) {
 	b.ReportMetric(quantile(each, 0.99), "seen-p99-µs")
 	b.ReportMetric(quantile(all, 0.5), "all-p50-µs")
 	b.ReportMetric(quantile(all, 0.99), "all-p99-µs")
+}
+
+func quantile(xs []float64, q float64) float64 {
+	slices.Sort(xs)
+	return xs[min(len(xs)-1, int(q*float64(len(xs))))]
 }

@@ -1,42 +1,79 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
-	"maps"
+	"io"
 	"slices"
 	"testing"
 )
 
-// TestParts: the sets of an agent's workers come back as they were sent,
-// and a message cut anywhere is refused, not read past its end.
-func TestParts(t *testing.T) {
-	in := map[string]part{
-		"a":   {gen: 2, keys: []uint64{1, 2, 3}},
-		"bb":  {gen: 1 << 40, over: true},
-		"ccc": {gen: 6, keys: []uint64{}},
-	}
-	msg := encodeParts(in)
-	out := map[string]part{}
-	if err := decodeParts(msg, func(id string, p part) { out[id] = p }); err != nil {
-		t.Fatal(err)
-	}
-	if !maps.EqualFunc(in, out, func(a, b part) bool {
-		return a.gen == b.gen && a.over == b.over && slices.Equal(a.keys, b.keys)
-	}) {
-		t.Errorf("decoded %v, sent %v", out, in)
-	}
-	for n := 1; n < len(msg); n++ {
-		err := decodeParts(msg[:n], func(string, part) {})
-		if err != nil && !errors.Is(err, errParts) {
-			t.Errorf("cut at %d: %v", n, err)
+// TestPart: a worker's set comes back as it was sent, and a record cut
+// anywhere, or with bytes after its keys, is refused.
+func TestPart(t *testing.T) {
+	for _, in := range []part{
+		{gen: 2, keys: []uint64{1, 2, 3}},
+		{gen: 1 << 40, over: true},
+		{gen: 6, keys: []uint64{}},
+	} {
+		b := encodePart(in)
+		out, err := decodePart(b)
+		if err != nil || out.gen != in.gen || out.over != in.over || !slices.Equal(out.keys, in.keys) {
+			t.Errorf("decoded %+v, %v; sent %+v", out, err, in)
+		}
+		for n := range len(b) {
+			if _, err := decodePart(b[:n]); !errors.Is(err, errPart) {
+				t.Errorf("%+v cut at %d: %v, want errPart", in, n, err)
+			}
+		}
+		if _, err := decodePart(append(b, 0)); !errors.Is(err, errPart) {
+			t.Errorf("%+v with a byte after it: %v, want errPart", in, err)
 		}
 	}
 }
 
-// FuzzParts: no message makes decodeParts panic or read past its end.
-func FuzzParts(f *testing.F) {
-	f.Add(encodeParts(map[string]part{"x": {gen: 4, keys: []uint64{9}}}))
+// FuzzPart: no record makes decodePart panic or read past its end.
+func FuzzPart(f *testing.F) {
+	f.Add(encodePart(part{gen: 4, keys: []uint64{9}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		decodeParts(b, func(string, part) {})
+		decodePart(b)
 	})
+}
+
+// TestRecords: records come back as they were written, whatever the
+// reads that carry them; a stream cut within a record ends with
+// io.ErrUnexpectedEOF, and a record longer than the limit is refused.
+func TestRecords(t *testing.T) {
+	type rec struct {
+		kind    byte
+		slot    uint64
+		payload []byte
+	}
+	in := []rec{{recJobs, 1, []byte("abc")}, {recPing, 0, []byte{}}, {recWin, 1 << 33, bytes.Repeat([]byte{7}, 70000)}}
+	var b []byte
+	lastAt := 0
+	for _, r := range in {
+		lastAt = len(b)
+		b = appendRecord(b, r.kind, r.slot, r.payload)
+	}
+	rr := newRecordReader(io.MultiReader(bytes.NewReader(b[:5]), bytes.NewReader(b[5:])))
+	for i, want := range in {
+		kind, slot, payload, err := rr.next()
+		if err != nil || kind != want.kind || slot != want.slot || !bytes.Equal(payload, want.payload) {
+			t.Fatalf("record %d: kind %d slot %d %d bytes, %v; want kind %d slot %d %d bytes", i, kind, slot, len(payload), err, want.kind, want.slot, len(want.payload))
+		}
+	}
+	if _, _, _, err := rr.next(); err != io.EOF {
+		t.Errorf("after the last record: %v, want io.EOF", err)
+	}
+	for _, n := range []int{1, 2, 4, len(b) - lastAt - 1} {
+		rr := newRecordReader(bytes.NewReader(b[lastAt:][:n]))
+		if _, _, _, err := rr.next(); err != io.ErrUnexpectedEOF {
+			t.Errorf("a stream cut %d bytes into a record: %v, want io.ErrUnexpectedEOF", n, err)
+		}
+	}
+	huge := appendHeader(nil, recJobs, 1, maxRecord+1)
+	if _, _, _, err := newRecordReader(bytes.NewReader(huge)).next(); err == nil {
+		t.Error("a record over the limit was read")
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestWorkerSIGTERM: a remote worker stopped with SIGTERM while it runs a
@@ -58,12 +59,17 @@ func TestWorkerSIGTERM(t *testing.T) {
 		if err := poll(ctx, "the long job to start", func() bool { return fileExists(mark) }); err != nil {
 			return err
 		}
-		pid := p.Stats().Workers[long.Worker()-1].PID
-		var w int
+		// Each agent has one worker: SIGTERM to the agent of the
+		// worker that runs the job, as to poolrun worker.
+		pid := proctest.ParentOf(p.Stats().Workers[long.Worker()-1].PID)
+		w := -1
 		for i, c := range ws {
 			if c.Process.Pid == pid {
 				w = i
 			}
+		}
+		if w < 0 {
+			return fmt.Errorf("the job's worker's parent, %d, is none of the agents", pid)
 		}
 		start := time.Now()
 		syscall.Kill(pid, syscall.SIGTERM)

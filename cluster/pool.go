@@ -5,39 +5,43 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 
 	"github.com/poolrun/poolrun/engine"
 )
 
-// Subjects. A worker of id ID reads its jobs on poolrun.w.ID.jobs and its
-// cancels and revokes on poolrun.w.ID.ctl, writes its replies on
-// poolrun.w.ID.rep and its pings on poolrun.w.ID.ping; it asks to join on
-// poolrun.join. Its window is the entry ID of the bucket poolrun-window.
-// When the pool's listener closes, it says so on poolrun.end, so that a
-// worker that joined late, or still asks to, leaves without an error.
+// Subjects. A host agent of id AGENT reads what the pool sends it on
+// poolrun.a.AGENT.down and writes to it on poolrun.a.AGENT.up (host.go);
+// it asks to join on poolrun.join. When the pool's listener closes, it
+// says so on poolrun.end, so that an agent that joined late, or still asks
+// to, leaves without an error.
 const (
 	joinSubject = "poolrun.join"
 	endSubject  = "poolrun.end"
-	bucketName  = "poolrun-window"
 )
 
 // connectWait bounds a worker's connection to the pool's server, its TLS
 // handshake included: a pool busy queueing jobs may be slow to answer.
 const connectWait = 10 * time.Second
 
-func workerSubject(id, what string) string { return "poolrun.w." + id + "." + what }
-
-// Timing of the liveness pings: a worker pings every pingEvery; the pool
-// gives a worker up when it has not heard one for silentFor.
+// Liveness: each side of a host's streams sends at least every pingEvery
+// (a ping record when it has nothing else to send). The pool gives a host
+// up when it has heard nothing from it for silentFor of the time that the
+// pool ran; an agent stops its workers (SIGSTOP, their commands too) when
+// it has heard nothing from the pool for fenceAfter of its own running
+// time, and continues them when it hears from it again. fenceAfter is
+// shorter than silentFor, so that a host's jobs have stopped before the
+// pool gives them to other workers.
 const (
-	pingEvery = 500 * time.Millisecond
-	silentFor = 3 * time.Second
+	pingEvery  = 500 * time.Millisecond
+	silentFor  = 3 * time.Second
+	fenceAfter = 2 * time.Second
 )
 
 // joinWait is how long a worker asks to join a pool whose server runs but
@@ -58,12 +62,11 @@ func connectOptions(j Join) ([]nats.Option, error) {
 	return opts, nil
 }
 
-// joinRequest is what a worker says when it asks to join.
+// joinRequest is what a host agent says when it asks to join.
 type joinRequest struct {
-	ID string `json:"id"`
-	// Agent is the id of the host agent that the worker runs behind:
-	// its window travels with those of the agent's other workers.
-	Agent    string `json:"agent,omitempty"`
+	// ID is the agent's id, which names its subjects: a plain token
+	// (validID).
+	ID       string `json:"id"`
 	Host     string `json:"host"`
 	PID      int    `json:"pid"`
 	Protocol int    `json:"protocol"`
@@ -74,44 +77,24 @@ type joinRequest struct {
 type joinAnswer struct {
 	Refused string `json:"refused,omitempty"`
 	// Capacity is the pool's window capacity (engine.WindowCapacity),
-	// for an agent's windows in shared memory.
+	// for the windows of the agent's workers in shared memory.
 	Capacity int `json:"capacity,omitempty"`
 }
 
 // A Listener is a pool's side of the cluster: its server, its join file,
-// and (through [Listener.Option]) the admission of the workers that join.
+// and (through [Listener.Option]) the admission of the host agents that
+// join, and of their workers.
 type Listener struct {
 	srv      *Server
-	nc       *nats.Conn // the pool's connection: every worker's streams
-	kv       nats.KeyValue
+	nc       *nats.Conn // the pool's connection: every host's streams
 	joinFile string
 
-	mu     sync.Mutex
-	agents map[string]*hostWindows // the windows of each agent's workers
-}
-
-// window makes the pool's side of the window of worker id, behind agent
-// (its windows travel with those of the agent's other workers), or of a
-// worker of its own (a key-value entry).
-func (l *Listener) window(id, agent string, capacity int) engine.WindowPublisher {
-	if agent == "" {
-		return newKVPublisher(l.kv, id, capacity)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.agents[agent]
-	if h == nil {
-		if l.agents == nil {
-			l.agents = map[string]*hostWindows{}
-		}
-		h = newHostWindows(l.nc, agent)
-		l.agents[agent] = h
-	}
-	return &workerWindow{host: h, id: id, capacity: capacity}
+	mu    sync.Mutex
+	hosts map[string]*remoteHost // by agent id
 }
 
 // Clients is the number of clients connected to the pool's server now:
-// the pool's own connection, and one per worker or host agent.
+// the pool's own connection, and one per host agent.
 func (l *Listener) Clients() int { return l.srv.Clients() }
 
 // Listen starts the pool's server on addr (see [Start], which takes the
@@ -132,20 +115,12 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 		srv.Close()
 		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
 	}
-	var kv nats.KeyValue
-	js, err := nc.JetStream()
-	if err == nil {
-		kv, err = js.CreateKeyValue(&nats.KeyValueConfig{Bucket: bucketName, Storage: nats.MemoryStorage, History: 1})
-	}
-	if err == nil {
-		err = WriteJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint()))
-	}
-	if err != nil {
+	if err := WriteJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint())); err != nil {
 		nc.Close()
 		srv.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Listener{srv: srv, nc: nc, kv: kv, joinFile: joinFile}, nil
+	return &Listener{srv: srv, nc: nc, joinFile: joinFile}, nil
 }
 
 // Close stops the server and removes the join file. Workers that are still
@@ -169,26 +144,30 @@ func (l *Listener) Close() error {
 	return err
 }
 
-// Option admits, while the pool runs, every worker that asks to join and
-// is of this build.
+// Option admits, while the pool runs, every host agent that asks to join
+// and is of this build, and the workers it starts.
 func (l *Listener) Option() engine.Option {
 	return engine.Joiner(l.admit)
 }
 
-// admit answers join requests until ctx ends.
+// admit answers join requests until ctx ends. The hosts admitted go on
+// until their agents end their streams (the pool stops their workers) or
+// fall silent, or the listener closes.
 func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 	nc := l.nc
 	build := engine.Fingerprint()
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	sub, err := nc.Subscribe(joinSubject, func(m *nats.Msg) {
 		var req joinRequest
 		answer := func(a joinAnswer) {
 			b, _ := json.Marshal(a)
 			m.Respond(b)
 		}
-		if err := json.Unmarshal(m.Data, &req); err != nil || req.ID == "" {
+		if err := json.Unmarshal(m.Data, &req); err != nil {
 			answer(joinAnswer{Refused: "not a join request"})
+			return
+		}
+		if !validID(req.ID) {
+			answer(joinAnswer{Refused: fmt.Sprintf("the id %.80q is not a plain token (letters, digits, - and _, at most 64)", req.ID)})
 			return
 		}
 		if req.Protocol != engine.ProtocolVersion || req.Build != build {
@@ -196,27 +175,15 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 				build, engine.ProtocolVersion, req.Build, req.Protocol)})
 			return
 		}
-		rep, err := newStreamReader(nc, workerSubject(req.ID, "rep"))
+		h, err := l.addHost(ctx, p, req)
 		if err != nil {
 			answer(joinAnswer{Refused: err.Error()})
 			return
 		}
-		w := engine.RemoteWorker{
-			Jobs:    newStreamWriter(nc, workerSubject(req.ID, "jobs")),
-			Control: newStreamWriter(nc, workerSubject(req.ID, "ctl")),
-			Replies: rep,
-			Window:  l.window(req.ID, req.Agent, p.WindowCapacity()),
-			Host:    req.Host,
-		}
-		// The worker subscribed before asking; the answer goes before
-		// the handshake, which it then reads.
+		// The agent subscribed to its down stream before it asked; it
+		// opens its workers once it has the answer.
 		answer(joinAnswer{Capacity: p.WindowCapacity()})
-		nc.Flush()
-		if err := p.Admit(w); err != nil {
-			rep.Close()
-			return
-		}
-		wg.Go(func() { watchPings(ctx, nc, req.ID, rep) })
+		go h.serve()
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "poolrun: cluster:", err)
@@ -226,102 +193,221 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 	sub.Unsubscribe()
 }
 
-// watchPings ends the replies of worker id (so that the pool takes it for
-// gone) when neither its pings nor its replies have come for silentFor, or
-// ctx ends. Replies count: a reply of many messages may hold the pings
-// back in the worker's connection.
-func watchPings(ctx context.Context, nc *nats.Conn, id string, rep *streamReader) {
-	heard := make(chan struct{}, 1)
-	sub, err := nc.Subscribe(workerSubject(id, "ping"), func(*nats.Msg) {
-		select {
-		case heard <- struct{}{}:
-		default:
-		}
-	})
-	if err != nil {
-		rep.Close()
-		return
+// addHost makes the pool's side of the host of req.
+func (l *Listener) addHost(ctx context.Context, p *engine.Pool, req joinRequest) (*remoteHost, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, errors.New("the pool has ended")
 	}
-	defer sub.Unsubscribe()
-	// Replies are counted at each tick: one that came since the last
-	// counts as word from the worker then.
-	tick := time.NewTicker(pingEvery)
-	defer tick.Stop()
-	last, replies := time.Now(), rep.heard()
+	if _, dup := l.hosts[req.ID]; dup {
+		return nil, fmt.Errorf("an agent of id %s has joined already", req.ID)
+	}
+	up, err := newStreamReader(l.nc, hostSubject(req.ID, "up"))
+	if err != nil {
+		return nil, err
+	}
+	h := &remoteHost{
+		l: l, p: p, id: req.ID, name: req.Host,
+		up:    up,
+		down:  newSender(newStreamWriter(l.nc, hostSubject(req.ID, "down"))),
+		slots: map[uint64]*hostSlot{},
+	}
+	h.heard.Store(time.Now().UnixNano())
+	if l.hosts == nil {
+		l.hosts = map[string]*remoteHost{}
+	}
+	l.hosts[req.ID] = h
+	return h, nil
+}
+
+func (l *Listener) removeHost(h *remoteHost) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hosts[h.id] == h {
+		delete(l.hosts, h.id)
+	}
+}
+
+// A remoteHost is the pool's side of a host agent: its two streams, and
+// its workers, each a remote worker of the pool (engine.Admit) whose
+// streams are records of the host's streams.
+type remoteHost struct {
+	l    *Listener
+	p    *engine.Pool
+	id   string // the agent's
+	name string // the host's, as the agent said it
+	up   *streamReader
+	down *sender
+
+	heard atomic.Int64 // when the pool last heard from the host, unix ns
+
+	mu    sync.Mutex
+	slots map[uint64]*hostSlot
+	ended bool
+}
+
+// A hostSlot is one of a host's workers, on the pool's side.
+type hostSlot struct {
+	replies *pipe
+	win     *workerWindow
+}
+
+// serve reads the host's records until its stream ends, and watches its
+// silence meanwhile.
+func (h *remoteHost) serve() {
+	stop := make(chan struct{})
+	defer close(stop)
+	go h.watch(stop)
+	rr := newRecordReader(h.up)
 	for {
-		select {
-		case <-heard:
-			last = time.Now()
-		case now := <-tick.C:
-			if n := rep.heard(); n != replies {
-				replies, last = n, now
+		kind, slot, payload, err := rr.next()
+		if err != nil {
+			h.end(err)
+			return
+		}
+		h.heard.Store(time.Now().UnixNano())
+		switch kind {
+		case recOpen:
+			h.open(slot)
+		case recReply:
+			h.mu.Lock()
+			s := h.slots[slot]
+			h.mu.Unlock()
+			if s != nil {
+				s.replies.write(payload)
 			}
-			if now.Sub(last) >= silentFor {
-				rep.closeWith(fmt.Errorf("no word from it for %v", silentFor))
-				return
+		case recEnd:
+			h.mu.Lock()
+			s := h.slots[slot]
+			delete(h.slots, slot)
+			h.mu.Unlock()
+			if s != nil {
+				why := error(io.EOF)
+				if len(payload) > 0 {
+					why = errors.New(string(payload))
+				}
+				s.replies.end(why)
 			}
-		case <-ctx.Done():
+		case recPing:
+		default:
+			h.end(fmt.Errorf("a record of kind %d", kind))
 			return
 		}
 	}
 }
 
-// Work joins the pool of joinFile as one worker and serves it until the
-// pool stops it, the connection ends, or ctx ends. The program must be
-// the pool's (the same registered functions, the same protocol), and able
-// to write in the pool's output folders ([Join.CheckOutputs]), or it does
-// not join.
-func Work(ctx context.Context, joinFile string) error {
-	s, err := dial(joinFile, "poolrun worker")
-	if err != nil {
-		return err
+// open admits the host's worker of slot to the pool.
+func (h *remoteHost) open(slot uint64) {
+	s := &hostSlot{replies: newPipe()}
+	s.win = &workerWindow{host: h, slot: slot, capacity: h.p.WindowCapacity()}
+	h.mu.Lock()
+	if h.ended || h.slots[slot] != nil {
+		h.mu.Unlock()
+		return
 	}
-	defer s.close()
-	id := nuid.Next()
-	jobs, err := newStreamReader(s.nc, workerSubject(id, "jobs"))
-	if err != nil {
-		return err
-	}
-	defer jobs.Close()
-	ctl, err := newStreamReader(s.nc, workerSubject(id, "ctl"))
-	if err != nil {
-		return err
-	}
-	defer ctl.Close()
-	if _, err := s.join(ctx, id, os.Getpid()); err != nil {
-		if errors.Is(err, errPoolEnded) {
-			return nil
-		}
-		return err
-	}
-	win, err := newKVReader(s.kv, id)
-	if err != nil {
-		return err
-	}
-	defer win.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go s.ping(ctx, id, func() {
-		cancel()
-		jobs.Close() // the pool is gone: stop waiting for jobs
+	h.slots[slot] = s
+	h.mu.Unlock()
+	err := h.p.Admit(engine.RemoteWorker{
+		Jobs:    &slotWriter{h: h, slot: slot, kind: recJobs},
+		Control: &slotWriter{h: h, slot: slot, kind: recCtl},
+		Replies: s.replies,
+		Window:  s.win,
+		Host:    h.name,
+		Kill:    func() { h.down.put(recClose, slot, []byte{1}) },
 	})
-	rep := newStreamWriter(s.nc, workerSubject(id, "rep"))
-	err = engine.Serve(ctx, jobs, flushedWriter{rep}, ctl, win)
-	rep.Close()
-	if err != nil && s.poolEnded() {
-		return nil // it ended as this worker joined
+	if err != nil {
+		h.mu.Lock()
+		delete(h.slots, slot)
+		h.mu.Unlock()
+		h.down.put(recClose, slot, []byte{1})
 	}
-	return err
 }
 
-// A session is a worker's (or a host agent's) connection to the pool of a
-// join file.
+// watch gives the host up when the pool has heard nothing from it for
+// silentFor of its own running time, and pings it when the pool has had
+// nothing to send it for pingEvery, until stop closes.
+func (h *remoteHost) watch(stop <-chan struct{}) {
+	t := time.NewTicker(pingEvery / 2)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			if now.Sub(last) > silentFor/2 {
+				// This process did not run for a while (stopped,
+				// say): the host's silence meanwhile says nothing.
+				h.heard.Store(now.UnixNano())
+			}
+			last = now
+			if now.Sub(time.Unix(0, h.heard.Load())) >= silentFor {
+				h.end(fmt.Errorf("no word from it for %v", silentFor))
+				return
+			}
+			if h.down.idle(pingEvery) {
+				h.down.put(recPing, 0, nil)
+			}
+		}
+	}
+}
+
+// end lets the host go: its workers' replies end with why (nil or io.EOF:
+// a clean end, the pool's or the agent's), the agent is told why it was
+// given up, and the host's streams close.
+func (h *remoteHost) end(why error) {
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.ended = true
+	slots := h.slots
+	h.slots = nil
+	h.mu.Unlock()
+	h.l.removeHost(h)
+	replyErr := error(io.EOF)
+	if why != nil && why != io.EOF {
+		replyErr = fmt.Errorf("its host %s: %w", h.name, why)
+		h.down.put(recGone, 0, []byte(why.Error()))
+	}
+	for _, s := range slots {
+		s.replies.end(replyErr)
+	}
+	h.up.Close()
+	h.down.close()
+}
+
+// slotWriter is a stream of the pool to one of a host's workers: its
+// jobs, or its control.
+type slotWriter struct {
+	h    *remoteHost
+	slot uint64
+	kind byte
+}
+
+func (w *slotWriter) Write(p []byte) (int, error) {
+	if err := w.h.down.put(w.kind, w.slot, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close of the jobs stream tells the agent that the pool has left the
+// worker: the worker's jobs end, and it goes.
+func (w *slotWriter) Close() error {
+	if w.kind == recJobs {
+		w.h.down.put(recClose, w.slot, []byte{0})
+	}
+	return nil
+}
+
+// A session is a host agent's connection to the pool of a join file.
 type session struct {
-	agent    string // the id of the host agent this session is, if it is one
 	j        Join
 	joinFile string
 	nc       *nats.Conn
-	kv       nats.KeyValue
 	endSub   *nats.Subscription
 	lost     chan struct{} // the connection ended
 	ended    chan struct{} // the pool said that it has ended
@@ -363,15 +449,6 @@ func dial(joinFile, name string) (*session, error) {
 		s.nc.Close()
 		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
-	js, err := s.nc.JetStream()
-	if err != nil {
-		s.nc.Close()
-		return nil, err
-	}
-	if s.kv, err = js.KeyValue(bucketName); err != nil {
-		s.nc.Close()
-		return nil, fmt.Errorf("cluster: the window: %w", err)
-	}
 	return s, nil
 }
 
@@ -403,14 +480,13 @@ func (s *session) poolEnded() bool {
 	}
 }
 
-// join asks the pool to admit worker id (process pid), whose jobs and
-// control subjects are subscribed already, and returns the pool's window
-// capacity. The pool may not run yet (its join file is written before): it
+// join asks the pool to admit the agent of id, which has subscribed to
+// its down stream already, and returns the pool's window capacity. The pool may not run yet (its join file is written before): it
 // asks again while nobody answers, for up to joinWait. It returns
 // errPoolEnded if the pool has ended.
-func (s *session) join(ctx context.Context, id string, pid int) (capacity int, err error) {
+func (s *session) join(ctx context.Context, id string) (capacity int, err error) {
 	host, _ := os.Hostname()
-	req, _ := json.Marshal(joinRequest{ID: id, Agent: s.agent, Host: host, PID: pid, Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
+	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
 	var m *nats.Msg
 	for start := time.Now(); ; {
 		m, err = s.nc.Request(joinSubject, req, 10*time.Second)
@@ -436,49 +512,9 @@ func (s *session) join(ctx context.Context, id string, pid int) (capacity int, e
 		return 0, fmt.Errorf("cluster: the pool's answer: %w", err)
 	}
 	if a.Refused != "" {
-		return 0, fmt.Errorf("cluster: the pool refused this worker: %s", a.Refused)
+		return 0, fmt.Errorf("cluster: the pool refused this host: %s", a.Refused)
 	}
 	return a.Capacity, nil
-}
-
-// ping says that worker id lives, every pingEvery, until ctx ends; when
-// the connection or the pool ends, it calls gone and returns.
-func (s *session) ping(ctx context.Context, id string, gone func()) {
-	t := time.NewTicker(pingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			s.nc.Publish(workerSubject(id, "ping"), nil)
-		case <-s.lost:
-			gone()
-			return
-		case <-s.ended:
-			gone()
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// flushedWriter is the writer of a worker's replies: a write returns once
-// the server has the reply (a flush: the client's buffer written out and a
-// ping answered). The engine takes a reply for sent when the write returns
-// and starts the next job, which may end the process (a crash, a kill, a
-// job that exits): a result still in the client's buffer would die with
-// the worker, and its finished job with it.
-type flushedWriter struct{ *streamWriter }
-
-func (w flushedWriter) Write(p []byte) (int, error) {
-	n, err := w.streamWriter.Write(p)
-	if err != nil {
-		return n, err
-	}
-	if err := w.nc.Flush(); err != nil {
-		return n, fmt.Errorf("cluster: writing to %s: %w", w.subject, err)
-	}
-	return n, nil
 }
 
 // Dial connects to the pool of joinFile as a client, as a worker does:

@@ -101,8 +101,8 @@ func fileExists(path string) bool {
 // pid when they run a job of sleepy.
 const envMarks = "POOLRUN_TEST_MARKS"
 
-// envJoin makes the test binary a remote worker of the pool whose join
-// file it names.
+// envJoin makes the test binary a host agent of one worker for the pool
+// whose join file it names.
 const envJoin = "POOLRUN_TEST_JOIN"
 
 // envAgent makes the test binary a host agent of two workers for the pool
@@ -132,9 +132,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if f := os.Getenv(envJoin); f != "" {
-		// As poolrun worker: SIGTERM asks the worker to leave.
+		// As poolrun worker -j 1: SIGTERM asks the agent to leave.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		err := cluster.Work(ctx, f)
+		err := cluster.Agent(ctx, f, 1, nil, nil)
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)

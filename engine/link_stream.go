@@ -23,6 +23,12 @@ type RemoteWorker struct {
 	// Host is the name of the worker's host, as the worker said it, for
 	// the pool's figures ([WorkerStats.Host]); "" is unknown.
 	Host string
+	// Kill, if set, ends the worker at once, as the pool kills a worker
+	// process of its own (a job past its timeout, a cancel not heeded,
+	// a worker silent): its transport kills the process, and whatever
+	// its job started. Without it the pool closes the streams, and a
+	// worker stuck in a job goes on with it.
+	Kill func()
 }
 
 // Admit adds w to the running pool: the pool sends it the handshake, and
@@ -49,12 +55,13 @@ func (p *Pool) Admit(w RemoteWorker) error {
 // them end and goes.
 type streamLink struct {
 	frameLink
+	kill func()
 }
 
 // newStreamLink starts the conversation with w: the handshake, then what
 // the worker says goes to out, with w's host and window in its hello.
 func newStreamLink(w RemoteWorker, params workerParams, out chan<- msg) *streamLink {
-	l := &streamLink{}
+	l := &streamLink{kill: w.Kill}
 	l.init(l, w.Jobs, w.Control, w.Replies, params)
 	l.begin(0)
 	go func() {
@@ -73,13 +80,17 @@ func newStreamLink(w RemoteWorker, params workerParams, out chan<- msg) *streamL
 func (l *streamLink) pid() int { return 0 }
 
 // terminate closes the streams, at once or after grace: the worker sees
-// them end and goes; the link reports it gone when the replies end.
+// them end and goes; the link reports it gone when the replies end. At
+// once, it kills the worker too, where its transport can.
 func (l *streamLink) terminate(grace time.Duration) {
 	leave := func() {
 		l.close()
 		l.r.Close()
 	}
 	if grace <= 0 {
+		if l.kill != nil {
+			l.kill()
+		}
 		leave()
 	} else {
 		time.AfterFunc(grace, leave)

@@ -28,7 +28,7 @@ import (
 // with that process's tag; Ctrl-Z stops, and fg continues, the same
 // ([Suspend]). An inner run's commands bear the outer run's pairs too, and
 // end or stop with the outer run's.
-const OwnerEnv = "POOLRUN_OWNER"
+const OwnerEnv = spawn.OwnerEnv
 
 // owner is this process's pair in OwnerEnv: its pool's tag, and its own.
 var owner = sync.OnceValue(func() string {
@@ -43,10 +43,7 @@ var owner = sync.OnceValue(func() string {
 var selfTag = sync.OnceValue(func() string { return tagOf(os.Getpid()) })
 
 // tagOf returns the tag of process pid in OwnerEnv.
-func tagOf(pid int) string {
-	start, _ := spawn.StartTime(pid)
-	return strconv.Itoa(pid) + "." + strconv.FormatUint(start, 10)
-}
+func tagOf(pid int) string { return spawn.Tag(pid) }
 
 // tagPID returns the pid of tag, and whether tag is well formed.
 func tagPID(tag string) (int, bool) {
@@ -68,23 +65,10 @@ func ownerEntry(outer string) string {
 // marked reports whether entry, of a process's environment, is an
 // OwnerEnv entry with a pair whose tags match accepts.
 func marked(entry string, match func(pool, worker string) bool) bool {
-	chain, ok := strings.CutPrefix(entry, OwnerEnv+"=")
-	if !ok {
-		return false
-	}
-	for pair := range strings.FieldsSeq(chain) {
-		if pool, worker, ok := strings.Cut(pair, ":"); ok && match(pool, worker) {
-			return true
-		}
-	}
-	return false
+	return spawn.Marked(entry, match)
 }
 
 // ownedByPool returns the match, for spawn.SignalTagged, of the processes of
 // the pool whose process's tag is pool: its commands and what they
 // started, an inner run's included.
-func ownedByPool(pool string) func(entry string) bool {
-	return func(entry string) bool {
-		return marked(entry, func(p, _ string) bool { return p == pool })
-	}
-}
+func ownedByPool(pool string) func(entry string) bool { return spawn.OwnedByPool(pool) }
