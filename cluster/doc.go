@@ -46,7 +46,10 @@
 // over TLS the PEM certificate of the pool's authority, which a worker
 // trusts and nothing else. [WriteJoinFile] writes it atomically with mode
 // 0600; [ReadJoinFile] reads it and says what is wrong with a bad one.
-// Whoever can read the file can run the pool's jobs.
+// Whoever can read the file can run the pool's jobs, so the file must be
+// private, as ssh asks of a private key: ReadJoinFile refuses one that
+// gives group or others any permission (keep it mode 0600), and one with
+// anything but white space after its JSON object.
 //
 // # The worker's side
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -88,16 +89,16 @@ func WriteJoinFile(path string, j Join) error {
 
 // ReadJoinFile reads the join file at path, which must be a regular file:
 // a named pipe, a device or a directory is refused at once, without
-// waiting for a writer, with an error that says what it is.
+// waiting for a writer, with an error that says what it is. As ssh does
+// with a private key, it refuses a file that gives group or others any
+// permission, since the file holds the pool's credential; the error names
+// the file, its mode and the chmod that fixes it. The file must hold one
+// JSON object and nothing after it but white space.
 func ReadJoinFile(path string) (Join, error) {
 	var j Join
-	data, err := regfile.ReadFile(path, maxJoinFile)
-	var big *regfile.TooLargeError
-	switch {
-	case errors.As(err, &big):
-		return j, fmt.Errorf("cluster: join file %s: %d bytes, larger than %d: not a join file", path, big.Size, maxJoinFile)
-	case err != nil:
-		return j, fmt.Errorf("cluster: join file: %w", err) // names the path
+	data, err := readPrivateFile(path)
+	if err != nil {
+		return j, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -107,6 +108,11 @@ func ReadJoinFile(path string) (Join, error) {
 			return j, fmt.Errorf("cluster: join file %s: byte %d: %w", path, se.Offset, err)
 		}
 		return j, fmt.Errorf("cluster: join file %s: %w", path, err)
+	}
+	// Bytes are counted from 1, as in json.SyntaxError's Offset above.
+	end := dec.InputOffset()
+	if i := bytes.IndexFunc(data[end:], notJSONSpace); i >= 0 {
+		return j, fmt.Errorf("cluster: join file %s: byte %d: data after the join object", path, end+int64(i)+1)
 	}
 	switch {
 	case j.URL == "":
@@ -122,4 +128,47 @@ func ReadJoinFile(path string) (Join, error) {
 		}
 	}
 	return j, nil
+}
+
+// readPrivateFile reads the join file at path, opened as regfile opens a
+// file, after checking on the open descriptor (not on path, which may
+// have been replaced since) that only its owner has any permission on it.
+// Errors name path.
+func readPrivateFile(path string) ([]byte, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: join file: %w", err) // names the path
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: join file: %w", err) // names the path
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("cluster: join file %s has mode %04o: group or others have access to the pool's credential; "+
+			"chmod 600 %s", path, perm, path)
+	}
+	// As regfile.ReadFile: refused by its size before a byte is read, and
+	// at most one byte over the limit read, should it grow.
+	if fi.Size() > maxJoinFile {
+		return nil, tooLarge(path, fi.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxJoinFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: join file: %w", err) // names the path
+	}
+	if len(data) > maxJoinFile {
+		return nil, tooLarge(path, int64(len(data)))
+	}
+	return data, nil
+}
+
+// tooLarge is the error of a join file of size bytes, over maxJoinFile.
+func tooLarge(path string, size int64) error {
+	return fmt.Errorf("cluster: join file %s: %d bytes, larger than %d: not a join file", path, size, maxJoinFile)
+}
+
+// notJSONSpace reports whether r is not white space in JSON.
+func notJSONSpace(r rune) bool {
+	return r != ' ' && r != '\t' && r != '\n' && r != '\r'
 }

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -162,7 +163,10 @@ func TestStartBadAddress(t *testing.T) {
 }
 
 // TestJoinFile: a join file is written with mode 0600 and read back; a
-// file that is not a join file is refused with a message naming it.
+// file that is not a join file is refused with a message naming it; one
+// that group or others have any permission on is refused with its mode
+// and the chmod that fixes it, as is one with data after its JSON object;
+// white space after the object is allowed.
 func TestJoinFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.join")
@@ -196,6 +200,49 @@ func TestJoinFile(t *testing.T) {
 		if _, err := cluster.ReadJoinFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, bad)
 		}
+	}
+
+	const valid = `{"url":"nats://x:1","token":"t","protocol":5}`
+	for _, tt := range []struct {
+		name string
+		text string
+		mode os.FileMode
+		want []string // in the error, with the path; none: accepted
+	}{
+		{"private", valid, 0o600, nil},
+		{"owner only", valid, 0o700, nil},
+		{"readable by all", valid, 0o644, []string{"mode 0644", "chmod 600 "}},
+		{"readable by group", valid, 0o640, []string{"mode 0640", "chmod 600 "}},
+		{"writable by others", valid, 0o602, []string{"mode 0602", "chmod 600 "}},
+		{"trailing newline", valid + "\n", 0o600, nil},
+		{"trailing white space", valid + " \t\r\n \n", 0o600, nil},
+		{"trailing object", valid + "\n{}", 0o600, []string{fmt.Sprintf("byte %d: data after the join object", len(valid)+2)}},
+		{"trailing x", valid + "x", 0o600, []string{fmt.Sprintf("byte %d: data after the join object", len(valid)+1)}},
+		{"second join", valid + valid, 0o600, []string{"data after the join object"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".join")
+			if err := os.WriteFile(path, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tt.mode); err != nil { // whatever the umask
+				t.Fatal(err)
+			}
+			_, err := cluster.ReadJoinFile(path)
+			switch {
+			case tt.want == nil && err != nil:
+				t.Errorf("mode %04o, %q: %v, want it read", tt.mode, tt.text, err)
+			case tt.want == nil:
+			case err == nil:
+				t.Errorf("mode %04o, %q: read, want it refused", tt.mode, tt.text)
+			default:
+				for _, w := range append(tt.want, path) {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("mode %04o, %q: %v, want %q in the error", tt.mode, tt.text, err, w)
+					}
+				}
+			}
+		})
 	}
 }
 
