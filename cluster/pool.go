@@ -134,7 +134,7 @@ func (l *Listener) Close() error {
 		l.srv.waitWritten(time.Second)
 	}
 	// The join file goes first: a worker on this host that loses its
-	// connection without the notice finds it gone (see Work).
+	// connection without the notice finds it gone (see session.poolEnded).
 	rerr := os.Remove(l.joinFile)
 	l.nc.Close()
 	err := l.srv.Close()

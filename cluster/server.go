@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -23,7 +21,6 @@ const readyTimeout = 10 * time.Second
 type Server struct {
 	ns    *server.Server
 	token string
-	store string // JetStream's private folder, removed by Close
 	url   string
 	ca    string // PEM of what a worker trusts, with TLS
 	outs  []string
@@ -58,13 +55,11 @@ func Outputs(dirs ...string) ServerOption {
 	return func(s *serverSettings) { s.outputs = append(s.outputs, dirs...) }
 }
 
-// Start starts a NATS server with JetStream in this process, listening on
-// addr (host:port; port 0 picks a free one; "" is 127.0.0.1:0), with a new
-// random token that every client must present. JetStream keeps its state
-// in memory; its folder is a private one on a memory file system where
-// there is one ($TMPDIR otherwise), removed by Close. Off loopback the
-// server speaks TLS, with certificates made for the pool unless
-// [TLSFiles] gives its own.
+// Start starts a NATS server in this process, listening on addr
+// (host:port; port 0 picks a free one; "" is 127.0.0.1:0), with a new
+// random token that every client must present. It keeps nothing on disk.
+// Off loopback the server speaks TLS, with certificates made for the pool
+// unless [TLSFiles] gives its own.
 func Start(addr string, options ...ServerOption) (*Server, error) {
 	var set serverSettings
 	for _, o := range options {
@@ -105,30 +100,9 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 			return nil, err
 		}
 	}
-	sweepStores(memoryFolder())
-	store, err := os.MkdirTemp(memoryFolder(), storePrefix)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: JetStream folder: %w", err)
-	}
-	// The marker that proves the folder poolrun's, and names its process,
-	// before JetStream puts anything in it (see sweepStores).
-	if err := os.WriteFile(filepath.Join(store, storeMarker), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		os.RemoveAll(store)
-		return nil, fmt.Errorf("cluster: JetStream folder: %w", err)
-	}
 	opts := &server.Options{}
-	// A file store of 0 bytes, said in the configuration's own words (the
-	// field alone reads 0 as "as much as the disk has"): streams live in
-	// memory only.
-	if err := opts.ProcessConfigString("jetstream { max_file_store: 0 }"); err != nil {
-		os.RemoveAll(store)
-		return nil, fmt.Errorf("cluster: server configuration: %w", err)
-	}
 	opts.Host, opts.Port = host, port
 	opts.Authorization = token
-	opts.JetStream = true
-	opts.JetStreamMaxMemory = 256 << 20
-	opts.StoreDir = store
 	opts.NoSigs, opts.NoLog = true, true
 	opts.MaxPayload = 8 << 20
 	// Off loopback, TLS, with certificates made for this pool.
@@ -143,12 +117,10 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 	} else if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		names, err := listenNames(host)
 		if err != nil {
-			os.RemoveAll(store)
 			return nil, err
 		}
 		cert, ca, err := poolCerts(names)
 		if err != nil {
-			os.RemoveAll(store)
 			return nil, fmt.Errorf("cluster: certificates: %w", err)
 		}
 		opts.TLS = true
@@ -158,17 +130,15 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		os.RemoveAll(store)
 		return nil, fmt.Errorf("cluster: starting the server: %w", err)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(readyTimeout) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		os.RemoveAll(store)
 		return nil, fmt.Errorf("cluster: the server on %s did not accept clients within %v", addr, readyTimeout)
 	}
-	s := &Server{ns: ns, token: token, store: store, ca: string(caPEM), outs: outs}
+	s := &Server{ns: ns, token: token, ca: string(caPEM), outs: outs}
 	a, ok := ns.Addr().(*net.TCPAddr)
 	if !ok {
 		s.Close()
@@ -189,8 +159,6 @@ func (s *Server) Join(protocol int, build string) Join {
 	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build, CA: s.ca, Outputs: s.outs}
 }
 
-// Close stops the server, closes its port and removes its JetStream
-// folder.
 // waitWritten waits until the server has written what it holds for every
 // connection, for at most d.
 func (s *Server) waitWritten(d time.Duration) {
@@ -213,43 +181,11 @@ func (s *Server) waitWritten(d time.Duration) {
 // pool's own connection, and one per worker or host agent.
 func (s *Server) Clients() int { return s.ns.NumClients() }
 
+// Close stops the server and closes its port.
 func (s *Server) Close() error {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
-	return os.RemoveAll(s.store)
-}
-
-// A JetStream folder is named storePrefix and random digits, and holds
-// storeMarker, which holds the pid of the process whose server it is.
-const (
-	storePrefix = "poolrun-nats-"
-	storeMarker = ".poolrun-nats-owner"
-)
-
-// sweepStores removes from dir the JetStream folders of pools whose
-// process has gone without removing them (killed with SIGKILL): only
-// folders, not links, that hold the marker, this user's, whose process no
-// longer exists.
-func sweepStores(dir string) {
-	names, _ := filepath.Glob(filepath.Join(dir, storePrefix+"*"))
-	for _, d := range names {
-		fi, err := os.Lstat(d)
-		if err != nil || !fi.IsDir() {
-			continue
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(d, storeMarker))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(string(b))
-		if err != nil || pid <= 0 || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		os.RemoveAll(d)
-	}
+	return nil
 }
 
 // newToken returns 32 random bytes in hexadecimal.
@@ -259,12 +195,4 @@ func newToken() (string, error) {
 		return "", fmt.Errorf("cluster: token: %w", err)
 	}
 	return hex.EncodeToString(b), nil
-}
-
-// memoryFolder returns /dev/shm where it is a folder, else os.TempDir().
-func memoryFolder() string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		return "/dev/shm"
-	}
-	return filepath.Clean(os.TempDir())
 }

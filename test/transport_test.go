@@ -259,8 +259,7 @@ func (ws *remoteWorkers) wait(t *testing.T, within time.Duration, joined map[int
 // TestClusterNoLeak runs cluster pools one after another: once each has
 // run and its server is closed, no goroutine of it is left, its port is
 // closed and its worker processes have exited (the cleanups of
-// transport.New check those two), and no JetStream folder of this process
-// is left in /dev/shm (or the temporary folder).
+// transport.New check those two).
 func TestClusterNoLeak(t *testing.T) {
 	run := func(name string) {
 		t.Run(name, func(t *testing.T) {
@@ -285,15 +284,5 @@ func TestClusterNoLeak(t *testing.T) {
 	if after := runtime.NumGoroutine(); after > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines before, %d after three cluster pools:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
-	// The servers' JetStream folders: each holds a marker file with the
-	// pid of the process whose server it is (cluster/server.go).
-	for _, dir := range []string{"/dev/shm", os.TempDir()} {
-		markers, _ := filepath.Glob(filepath.Join(dir, "poolrun-nats-*", ".poolrun-nats-owner"))
-		for _, m := range markers {
-			if b, err := os.ReadFile(m); err == nil && string(b) == strconv.Itoa(os.Getpid()) {
-				t.Errorf("a JetStream folder of this process is left: %s", filepath.Dir(m))
-			}
-		}
 	}
 }
