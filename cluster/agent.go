@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -52,12 +53,12 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	if n < 1 {
 		return fmt.Errorf("cluster: an agent of %d workers", n)
 	}
-	s, err := dial(joinFile, "poolrun agent")
+	id := nuid.Next()
+	s, err := dial(joinFile, agentName(id))
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	id := nuid.Next()
 	down, err := newStreamReader(s.nc, hostSubject(id, "down"))
 	if err != nil {
 		return err
@@ -77,8 +78,10 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	defer cancel()
 	a := &agent{
 		s: s, capacity: capacity, stdout: stdout, stderr: stderrOr(stderr),
-		up:      newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
-		workers: map[uint64]*agentWorker{},
+		up:       newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
+		down:     down,
+		workers:  map[uint64]*agentWorker{},
+		starting: make(chan struct{}, runtime.NumCPU()),
 	}
 	a.heard.Store(time.Now().UnixNano())
 	defer a.up.close()
@@ -161,6 +164,13 @@ type agent struct {
 	capacity       int
 	stdout, stderr io.Writer
 	up             *sender
+	down           *streamReader
+
+	// starting holds a token per worker process that has started but not
+	// yet spoken (its handshake): a host starts at most as many at a
+	// time as it has CPUs, so that a start of hundreds of workers does
+	// not starve the agent, its pings, and the host.
+	starting chan struct{}
 
 	heard atomic.Int64 // when the agent last heard from the pool, unix ns
 	gone  atomic.Pointer[error]
@@ -259,7 +269,7 @@ func (k *killedWorker) Unwrap() error { return k.err }
 func (a *agent) watch(ctx context.Context) {
 	t := time.NewTicker(pingEvery / 2)
 	defer t.Stop()
-	last := time.Now()
+	last, msgs := time.Now(), a.down.heard()
 	for {
 		select {
 		case <-ctx.Done():
@@ -269,6 +279,10 @@ func (a *agent) watch(ctx context.Context) {
 			if now.Sub(last) > fenceAfter/2 {
 				// This process did not run for a while: the pool's
 				// silence meanwhile says nothing.
+				a.heard.Store(now.UnixNano())
+			}
+			if n := a.down.heard(); n != msgs {
+				msgs = n // messages from the pool wait to be read
 				a.heard.Store(now.UnixNano())
 			}
 			last = now
@@ -306,6 +320,14 @@ func (a *agent) fence(on bool) {
 // it until it ends; stopped says that the pool stopped it (it exited with
 // status 0), err why it ended otherwise.
 func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
+	select {
+	case a.starting <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	var startOnce sync.Once
+	started := func() { startOnce.Do(func() { <-a.starting }) }
+	defer started()
 	wp, err := engine.StartWorkerProcess(a.capacity, a.stdout, a.stderr)
 	if err != nil {
 		return false, err
@@ -328,6 +350,7 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := wp.Replies().Read(buf)
+			started() // it speaks, or has ended
 			if n > 0 {
 				a.up.putData(recReply, slot, buf[:n])
 			}

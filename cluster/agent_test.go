@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,7 +139,15 @@ func TestAgentWindow(t *testing.T) {
 // succeeds with the right result on the workers left.
 func TestAgentKills(t *testing.T) {
 	l, agents := agentPool(t, 2)
-	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(3), l.Option())
+	var mu sync.Mutex
+	died := map[int]time.Time{} // by pid
+	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(3), l.Option(), engine.OnEvent(func(e engine.Event) {
+		if e.Kind == engine.WorkerDied {
+			mu.Lock()
+			died[e.PID] = e.Time
+			mu.Unlock()
+		}
+	}))
 	var jobs []*engine.Job[int]
 	for i := range 600 {
 		jobs = append(jobs, engine.Queue(p, slowSquare, i))
@@ -192,6 +201,16 @@ func TestAgentKills(t *testing.T) {
 		err := poll(context.Background(), fmt.Sprintf("worker %d to exit", pid), func() bool { return !proctest.Alive(pid) })
 		if err != nil {
 			t.Error(err)
+		}
+		// The pool sees the agent's connection close: it gives its
+		// workers up at once, not after the silence limit.
+		mu.Lock()
+		at, ok := died[pid]
+		mu.Unlock()
+		if d := at.Sub(killedAt); !ok || d > 3*time.Second {
+			t.Errorf("the killed agent's worker %d was given up %v after the kill (seen: %v), want within 3 s", pid, d.Round(time.Millisecond), ok)
+		} else {
+			t.Logf("the killed agent's worker %d was given up %v after the kill", pid, d.Round(time.Millisecond))
 		}
 	}
 	if err := agents[0].Wait(); err != nil {

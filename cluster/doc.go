@@ -102,13 +102,15 @@
 // # Liveness and fencing
 //
 // Each side sends at least a ping every 500 ms. The pool gives up a host
-// from which it has heard nothing for 3 s of the time the pool's process
-// ran (a pool stopped with Ctrl-Z, then continued, keeps its hosts): its
-// workers' running jobs are Aborted with engine.ErrWorkerDied, or run
-// again where retries were asked for, and the agent is told, if it can
-// still hear, that it was given up: it kills its workers and their jobs'
-// commands and ends with an error. An agent that has heard nothing from
-// the pool for 2 s of its own running time stops its workers, their
+// whose agent's connection to the server closes (an agent killed, a host
+// down: within half a second), or from which it has heard nothing for
+// 10 s of the time the pool's process ran (a pool stopped with Ctrl-Z,
+// then continued, keeps its hosts): its workers' running jobs are Aborted
+// with engine.ErrWorkerDied, or run again where retries were asked for,
+// and the agent is told, if it can still hear, that it was given up: it
+// kills its workers and their jobs' commands and ends with an error. An
+// agent that has heard nothing from the pool for 7 s of its own running
+// time stops its workers, their
 // process groups and the commands of their jobs (SIGSTOP; a command is
 // found by its owner mark, see internal/spawn), and continues them when
 // the pool speaks again: by the time the pool gives a silent host's jobs

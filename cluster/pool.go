@@ -32,17 +32,25 @@ const connectWait = 10 * time.Second
 
 // Liveness: each side of a host's streams sends at least every pingEvery
 // (a ping record when it has nothing else to send). The pool gives a host
-// up when it has heard nothing from it for silentFor of the time that the
-// pool ran; an agent stops its workers (SIGSTOP, their commands too) when
-// it has heard nothing from the pool for fenceAfter of its own running
-// time, and continues them when it hears from it again. fenceAfter is
-// shorter than silentFor, so that a host's jobs have stopped before the
-// pool gives them to other workers.
+// up when the agent's connection to the server closes (seen within
+// connsEvery), or when it has heard nothing from it for silentFor of the
+// time that the pool ran; an agent stops its workers (SIGSTOP, their
+// commands too) when it has heard nothing from the pool for fenceAfter of
+// its own running time, and continues them when it hears from it again.
+// fenceAfter is shorter than silentFor by more than a tick, so that a
+// host's jobs have stopped before the pool gives them to other workers.
+// The silences are long against a ping: a machine busy starting hundreds
+// of processes on two cores may starve a side of a second or more.
 const (
 	pingEvery  = 500 * time.Millisecond
-	silentFor  = 3 * time.Second
-	fenceAfter = 2 * time.Second
+	connsEvery = 250 * time.Millisecond
+	silentFor  = 10 * time.Second
+	fenceAfter = 7 * time.Second
 )
+
+// agentName is the name of the connection of the agent of id, by which
+// the pool sees it closed.
+func agentName(id string) string { return "poolrun agent " + id }
 
 // joinWait is how long a worker asks to join a pool whose server runs but
 // that does not answer yet (it has not started running).
@@ -91,6 +99,43 @@ type Listener struct {
 
 	mu    sync.Mutex
 	hosts map[string]*remoteHost // by agent id
+
+	stopConns chan struct{}
+	connsDone chan struct{}
+}
+
+// watchConns gives up the hosts whose agent's connection to the server has
+// closed (a SIGKILL, a host that went down with its socket, a network
+// that reset), looking every connsEvery, until stopConns closes.
+func (l *Listener) watchConns() {
+	defer close(l.connsDone)
+	t := time.NewTicker(connsEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stopConns:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		hosts := make([]*remoteHost, 0, len(l.hosts))
+		for _, h := range l.hosts {
+			hosts = append(hosts, h)
+		}
+		l.mu.Unlock()
+		if len(hosts) == 0 {
+			continue
+		}
+		open, err := l.srv.clientNames()
+		if err != nil {
+			continue
+		}
+		for _, h := range hosts {
+			if !open[agentName(h.id)] {
+				h.end(errors.New("its connection to the pool's server closed"))
+			}
+		}
+	}
 }
 
 // Clients is the number of clients connected to the pool's server now:
@@ -120,13 +165,17 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 		srv.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return &Listener{srv: srv, nc: nc, joinFile: joinFile}, nil
+	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
+	go l.watchConns()
+	return l, nil
 }
 
 // Close stops the server and removes the join file. Workers that are still
 // connected (they joined as the pool ended, or still ask to join) are told
 // that the pool ended, and leave with no error.
 func (l *Listener) Close() error {
+	close(l.stopConns)
+	<-l.connsDone
 	if l.nc.Publish(endSubject, nil) == nil {
 		l.nc.FlushTimeout(time.Second)
 		// The server has the notice; it must also have written it to
@@ -330,7 +379,7 @@ func (h *remoteHost) open(slot uint64) {
 func (h *remoteHost) watch(stop <-chan struct{}) {
 	t := time.NewTicker(pingEvery / 2)
 	defer t.Stop()
-	last := time.Now()
+	last, msgs := time.Now(), h.up.heard()
 	for {
 		select {
 		case <-stop:
@@ -339,6 +388,11 @@ func (h *remoteHost) watch(stop <-chan struct{}) {
 			if now.Sub(last) > silentFor/2 {
 				// This process did not run for a while (stopped,
 				// say): the host's silence meanwhile says nothing.
+				h.heard.Store(now.UnixNano())
+			}
+			if n := h.up.heard(); n != msgs {
+				// Messages from the host wait to be read: it spoke.
+				msgs = n
 				h.heard.Store(now.UnixNano())
 			}
 			last = now

@@ -177,6 +177,19 @@ func (s *Server) waitWritten(d time.Duration) {
 	}
 }
 
+// clientNames returns the names of the clients connected now.
+func (s *Server) clientNames() (map[string]bool, error) {
+	cz, err := s.ns.Connz(&server.ConnzOptions{Limit: 1 << 20})
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(cz.Conns))
+	for _, c := range cz.Conns {
+		names[c.Name] = true
+	}
+	return names, nil
+}
+
 // Clients is the number of clients connected to the server now: the
 // pool's own connection, and one per worker or host agent.
 func (s *Server) Clients() int { return s.ns.NumClients() }
