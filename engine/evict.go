@@ -208,13 +208,17 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 		case <-r.idle:
 		}
 		gen := uint64(0) // look at once: the window may have moved during the job
+		poll := idlePoll
+		if _, ok := r.win.(interface{ Nudge() }); ok {
+			poll = idleSleep // serve's end nudges it awake
+		}
 		for r.waiting.Load() {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			next := r.win.WaitChange(gen, time.Now().Add(idlePoll))
+			next := r.win.WaitChange(gen, time.Now().Add(poll))
 			if next == gen {
 				continue
 			}
@@ -243,5 +247,10 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 }
 
 // idlePoll bounds an idle worker's sleep on the window, so that it notices
-// the end of its serve loop.
-const idlePoll = 25 * time.Millisecond
+// the end of its serve loop; idleSleep bounds it on a window that serve's
+// end wakes (Nudge, in shared memory): a host of hundreds of idle workers
+// then sleeps, where 40 wakings a second each took its cores.
+const (
+	idlePoll  = 25 * time.Millisecond
+	idleSleep = time.Second
+)
