@@ -144,6 +144,10 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	return errors.Join(errs...)
 }
 
+// lateWindows, in tests, makes the agent put the pool's sets in its
+// workers' windows that late, after their jobs (TestLateWindow).
+var lateWindows time.Duration
+
 // agentDeathLimit is how many of an agent's workers may die in a row,
 // each within agentShortLife of its start, before the agent gives up.
 const (
@@ -237,6 +241,10 @@ func (a *agent) read(down io.Reader) {
 				for i := range keys {
 					keys[i] = uint64(i + 1)
 				}
+			}
+			if lateWindows > 0 {
+				time.AfterFunc(lateWindows, func() { w.wp.Publish(keys, p.gen) })
+				continue
 			}
 			w.wp.Publish(keys, p.gen)
 		}
