@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -158,3 +159,141 @@ func TestStoppedWorkerFenced(t *testing.T) {
 	}
 	exitZero(t, "agent", agents)
 }
+
+// envStoppedPool makes the test binary the pool of TestStoppedPool, with
+// the join file it names.
+const envStoppedPool = "POOLRUN_TEST_STOPPED_POOL"
+
+// holdArg is the argument of holdUntil.
+type holdArg struct {
+	Mark, Release string
+}
+
+// holdUntil makes the file a.Mark, then waits until the file a.Release
+// exists (or its context ends).
+var holdUntil = engine.Register("cluster_test.hold-until", func(ctx context.Context, a holdArg) (int, error) {
+	os.WriteFile(a.Mark, nil, 0o644)
+	return os.Getpid(), proctest.Poll(ctx, "the release", 10*time.Millisecond, func() bool { return fileExists(a.Release) })
+})
+
+// stoppedPool runs two jobs of holdUntil (marks and release in the join
+// file's folder) and 100 of slowSquare on remote workers alone, and says
+// on its standard output how many workers died and whether every result
+// was right.
+func stoppedPool(joinFile string) int {
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stopped pool:", err)
+		return 1
+	}
+	defer l.Close()
+	var died sync.Map
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option(), engine.OnEvent(func(e engine.Event) {
+		if e.Kind == engine.WorkerDied {
+			died.Store(e.Worker, fmt.Sprint(e.Err))
+		}
+	}))
+	dir := filepath.Dir(joinFile)
+	var holds []*engine.Job[int]
+	for i := range 2 {
+		holds = append(holds, engine.Queue(p, holdUntil, holdArg{filepath.Join(dir, fmt.Sprint("mark", i)), filepath.Join(dir, "release")}))
+	}
+	var jobs []*engine.Job[int]
+	for i := range 100 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i, engine.After(holds[0], holds[1])))
+	}
+	err = p.Run(context.Background())
+	wrong := 0
+	for i, j := range jobs {
+		if v, err := j.Result(); err != nil || v != i*i {
+			wrong++
+		}
+	}
+	n := 0
+	died.Range(func(k, v any) bool {
+		n++
+		fmt.Printf("worker %v died: %v\n", k, v)
+		return true
+	})
+	fmt.Printf("died=%d wrong=%d err=%v\n", n, wrong, err)
+	return 0
+}
+
+// TestStoppedPool: a pool stopped (SIGSTOP, as Ctrl-Z) for longer than the
+// silence limit, then continued, keeps its remote workers: no worker is
+// given up, and every job completes. Meanwhile the agent, which hears
+// nothing from the pool, stops its workers (their jobs cannot run on
+// beside a retry), and continues them when the pool speaks again.
+func TestStoppedPool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a pool for 11 s")
+	}
+	dir := t.TempDir()
+	joinFile := filepath.Join(dir, "run.join")
+	pool := exec.Command(os.Args[0], "-test.run=^$")
+	pool.Env = append(os.Environ(), envStoppedPool+"="+joinFile)
+	var out, poolErr proctest.Buffer
+	pool.Stdout, pool.Stderr = &out, &poolErr
+	if err := pool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- pool.Wait() }()
+	t.Cleanup(func() {
+		pool.Process.Kill()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	ctx := context.Background()
+	if err := poll(ctx, "the join file", func() bool { return fileExists(joinFile) }); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), envAgent+"="+joinFile)
+	var agentErr proctest.Buffer
+	agent.Stderr = &agentErr
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if agent.ProcessState == nil {
+			agent.Process.Kill()
+			agent.Wait()
+		}
+	})
+	for i := range 2 {
+		if err := poll(ctx, "the jobs to start", func() bool { return fileExists(filepath.Join(dir, fmt.Sprint("mark", i))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(silentFor + time.Second) // the stop itself, not a wait for something
+	pool.Process.Signal(syscall.SIGCONT)
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the pool: %v\n%s", err, poolErr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the pool had not ended a minute after it was continued")
+	}
+	if got := out.String(); !strings.Contains(got, "died=0 wrong=0 err=<nil>") {
+		t.Errorf("the pool, stopped for %v and continued, said:\n%s\nwant no worker given up and every job right", silentFor+time.Second, got)
+	}
+	if err := agent.Wait(); err != nil {
+		t.Errorf("the agent: %v\n%s", err, agentErr.String())
+	}
+	said := agentErr.String()
+	t.Logf("the agent said:\n%s", said)
+	if !strings.Contains(said, "stopped until it speaks") || !strings.Contains(said, "the pool speaks again") {
+		t.Errorf("the agent did not stop and continue its workers while the pool was stopped")
+	}
+}
+
+// silentFor is the cluster's silence limit (cluster/pool.go).
+const silentFor = 10 * time.Second

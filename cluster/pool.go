@@ -423,7 +423,7 @@ func (h *remoteHost) end(why error) {
 	h.l.removeHost(h)
 	replyErr := error(io.EOF)
 	if why != nil && why != io.EOF {
-		replyErr = fmt.Errorf("its host %s: %w", h.name, why)
+		replyErr = fmt.Errorf("its host %s was given up: %w", h.name, why)
 		h.down.put(recGone, 0, []byte(why.Error()))
 	}
 	for _, s := range slots {

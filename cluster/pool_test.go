@@ -120,6 +120,9 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv(envParent); f != "" {
 		os.Exit(parent(f))
 	}
+	if f := os.Getenv(envStoppedPool); f != "" {
+		os.Exit(stoppedPool(f))
+	}
 	if f := os.Getenv(envAgent); f != "" {
 		// As poolrun worker -j 2: SIGTERM asks the agent to leave.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
