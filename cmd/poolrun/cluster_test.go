@@ -2,11 +2,17 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestClusterChecksum is issue 12's command line: a scaffold whose pool
@@ -82,5 +88,65 @@ func TestClusterNoWorker(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ran-a")); err == nil {
 		t.Error("the job ran")
+	}
+}
+
+// TestWorkerKilled: poolrun worker -j 2 (a host agent) killed with
+// SIGKILL while its workers run commands: its worker processes and their
+// commands end within a second or so (the bound here is generous for a
+// loaded machine; the time is logged), and the pool Aborts the job (no
+// --retries) rather than waiting for the silence limit.
+func TestWorkerKilled(t *testing.T) {
+	dir := t.TempDir()
+	arg := uniqueArg(60)
+	killAll(t, "sleep", arg)
+	wf := fmt.Sprintf("jobs:\n  - id: long\n    run: sleep %s; echo hi\n  - id: other\n    run: sleep %s; echo hi\n", arg, arg)
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
+	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+	joinFile := filepath.Join(dir, "run.join")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(joinFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no join file after a minute:\n%s", out)
+		}
+	}
+	agent, _ := startPoolrun(t, dir, nil, "worker", "--join-file", "run.join", "-j", "2")
+	var sleeps []int
+	for deadline := time.Now().Add(60 * time.Second); len(sleeps) < 2; time.Sleep(20 * time.Millisecond) {
+		sleeps = procsWithArgs("sleep", arg)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 2 commands run after a minute:\n%s", len(sleeps), out)
+		}
+	}
+	workers := proctest.Children(agent.Process.Pid)
+	if len(workers) != 2 {
+		t.Fatalf("the agent has %d children, want its 2 workers", len(workers))
+	}
+	agent.Process.Kill()
+	killed := time.Now()
+	all := append(slices.Clone(workers), sleeps...)
+	for deadline := killed.Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		left := slices.DeleteFunc(slices.Clone(all), func(pid int) bool { return !proctest.Alive(pid) })
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v of the killed agent's workers (%v) and commands (%v) are still there 10 s after its kill", left, workers, sleeps)
+		}
+	}
+	gone := time.Since(killed)
+	t.Logf("the killed agent's workers and their commands were gone %v after its kill", gone.Round(time.Millisecond))
+	if gone > 3*time.Second {
+		t.Errorf("the killed agent's workers and commands took %v to end, want about a second", gone.Round(time.Millisecond))
+	}
+	err := pool.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out.String(), "aborted") {
+		t.Errorf("the pool: %v, want exit status 1 with the jobs aborted:\n%s", err, out)
+	}
+	if d := time.Since(killed); d > 8*time.Second {
+		t.Errorf("the pool ended %v after the agent's kill: it waited for the silence limit, not the connection's end", d.Round(time.Millisecond))
 	}
 }
