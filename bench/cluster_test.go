@@ -34,16 +34,24 @@ var waitGate = engine.Register("bench.wait-gate", func(ctx context.Context, path
 })
 
 // envAgentWorkers is the number of workers of the test binary in the role
-// "cluster-agent".
-const envAgentWorkers = "POOLRUN_BENCH_AGENT_WORKERS"
+// "cluster-agent", and envAgentGoroutines, if set, makes them goroutines
+// (cluster.InProcess).
+const (
+	envAgentWorkers    = "POOLRUN_BENCH_AGENT_WORKERS"
+	envAgentGoroutines = "POOLRUN_BENCH_AGENT_GOROUTINES"
+)
 
 // roleClusterAgent is the test binary as a host agent of the pool of the
 // join file $POOLRUN_BENCH_JOIN, with $POOLRUN_BENCH_AGENT_WORKERS worker
 // processes: what `poolrun worker -j N` does.
 func roleClusterAgent() int {
 	n, err := strconv.Atoi(os.Getenv(envAgentWorkers))
+	var opts []cluster.AgentOption
+	if os.Getenv(envAgentGoroutines) != "" {
+		opts = append(opts, cluster.InProcess())
+	}
 	if err == nil {
-		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr)
+		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr, opts...)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: cluster agent:", err)
@@ -85,11 +93,12 @@ type clusterRun struct {
 
 // runCluster runs n no-op jobs on a pool with no worker of its own and w
 // remote workers that join over loopback behind host agents of perAgent
-// workers each (the last fewer): the test binary plays the agents
-// (poolrun worker -j perAgent), started before the pool runs (they ask to
-// join until the pool answers). Every process must exit with status 0 once
-// the pool has returned.
-func runCluster(b *testing.B, w, n, perAgent int) clusterRun {
+// workers each (the last fewer), worker processes or, with goroutines,
+// goroutines of the agents (cluster.InProcess): the test binary plays the
+// agents (poolrun worker -j perAgent), started before the pool runs (they
+// ask to join until the pool answers). Every process must exit with
+// status 0 once the pool has returned.
+func runCluster(b *testing.B, w, n, perAgent int, goroutines bool) clusterRun {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
 	l, err := cluster.Listen("127.0.0.1:0", joinFile)
 	if err != nil {
@@ -102,6 +111,9 @@ func runCluster(b *testing.B, w, n, perAgent int) clusterRun {
 		left -= k
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envRole+"=cluster-agent", envJoin+"="+joinFile, envAgentWorkers+"="+strconv.Itoa(k))
+		if goroutines {
+			cmd.Env = append(cmd.Env, envAgentGoroutines+"=1")
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
@@ -245,7 +257,7 @@ func BenchmarkClusterDispatch(b *testing.B) {
 	const workers = 2
 	n := max(b.N, workers)
 	pipes := runPipes(b, workers, n)
-	clus := runCluster(b, workers, n, workers).d
+	clus := runCluster(b, workers, n, workers, false).d
 	pipesRate := float64(n) / pipes.Seconds()
 	clusRate := float64(n) / clus.Seconds()
 	b.ReportMetric(pipesRate, "pipes-jobs/s")
@@ -253,25 +265,29 @@ func BenchmarkClusterDispatch(b *testing.B) {
 	b.ReportMetric(clusRate/pipesRate, "cluster/pipes")
 }
 
-// BenchmarkClusterWorkers runs b.N no-op jobs on 2 to 1,000 remote worker
-// processes (sizes.clusterWorkers) behind host agents (clusterShape), over
-// loopback, on this one machine, and reports: jobs/s; the clients of the
-// pool's server once every worker is in (one per agent, and the pool's);
-// the pool's CPU time per job (pool-cpu-µs/job); and the pool's live heap
-// per worker with every worker in (pool-KiB/worker). What the cluster
-// transport and the pool's one dispatch loop sustain as workers are added;
-// on 2 cores, 1,000 worker processes and their agents share the machine
-// with the pool.
+// BenchmarkClusterWorkers runs b.N no-op jobs on 2 to 1,000 remote workers
+// (sizes.clusterWorkers) behind host agents (clusterShape), over loopback,
+// on this one machine: worker processes (workers-are=processes), and
+// goroutines of the agents (workers-are=goroutines, cluster.InProcess),
+// in turn. It reports: jobs/s; the clients of the pool's server once every
+// worker is in (one per agent, and the pool's); the pool's CPU time per
+// job (pool-cpu-µs/job); and the pool's live heap per worker with every
+// worker in (pool-KiB/worker). What the cluster transport and the pool's
+// one dispatch loop sustain as workers are added; on 2 cores, 1,000 worker
+// processes and their agents share the machine with the pool, which the
+// goroutine workers leave to it.
 func BenchmarkClusterWorkers(b *testing.B) {
 	for _, w := range sizes.clusterWorkers {
 		agents, perAgent := clusterShape(w)
-		b.Run(fmt.Sprintf("workers=%d/agents=%d", w, agents), func(b *testing.B) {
-			n := max(b.N, w)
-			r := runCluster(b, w, n, perAgent)
-			b.ReportMetric(float64(n)/r.d.Seconds(), "jobs/s")
-			b.ReportMetric(float64(r.clients), "clients")
-			b.ReportMetric(float64(r.cpu.Microseconds())/float64(n), "pool-cpu-µs/job")
-			b.ReportMetric(float64(r.heap)/1024/float64(w), "pool-KiB/worker")
-		})
+		for _, mode := range []string{"processes", "goroutines"} {
+			b.Run(fmt.Sprintf("workers=%d/agents=%d/workers-are=%s", w, agents, mode), func(b *testing.B) {
+				n := max(b.N, w)
+				r := runCluster(b, w, n, perAgent, mode == "goroutines")
+				b.ReportMetric(float64(n)/r.d.Seconds(), "jobs/s")
+				b.ReportMetric(float64(r.clients), "clients")
+				b.ReportMetric(float64(r.cpu.Microseconds())/float64(n), "pool-cpu-µs/job")
+				b.ReportMetric(float64(r.heap)/1024/float64(w), "pool-KiB/worker")
+			})
+		}
 	}
 }

@@ -17,11 +17,13 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/spawn"
+	"github.com/poolrun/poolrun/shm"
 )
 
 // Agent joins the pool of joinFile as one host agent: one connection to
 // the pool's server, and n worker processes of this program behind it
-// (engine.StartWorkerProcess: the very processes a local pool starts).
+// (engine.StartWorkerProcess: the very processes a local pool starts), or
+// n goroutines with [InProcess].
 // The pool sends the agent its workers' jobs, control and windows on one
 // stream, and the agent sends their replies back on another (host.go); it
 // relays each worker's frames between those streams and the worker's
@@ -49,7 +51,7 @@ import (
 // (SIGTERM: their running jobs are cancelled and Aborted, the jobs sent
 // ahead go to other workers) and returns. The agent's workers die with
 // its process (a parent-death signal).
-func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer) error {
+func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer, opts ...AgentOption) error {
 	if n < 1 {
 		return fmt.Errorf("cluster: an agent of %d workers", n)
 	}
@@ -82,6 +84,9 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		down:     down,
 		workers:  map[uint64]*agentWorker{},
 		starting: make(chan struct{}, runtime.NumCPU()),
+	}
+	for _, o := range opts {
+		o(a)
 	}
 	a.heard.Store(time.Now().UnixNano())
 	defer a.up.close()
@@ -176,6 +181,8 @@ type agent struct {
 	// not starve the agent, its pings, and the host.
 	starting chan struct{}
 
+	inProcess bool // its workers are goroutines (InProcess)
+
 	heard atomic.Int64 // when the agent last heard from the pool, unix ns
 	gone  atomic.Pointer[error]
 	slots atomic.Uint64 // the last slot given
@@ -188,7 +195,9 @@ type agent struct {
 // An agentWorker is one of the agent's worker processes, with what the
 // pool sent it and its pipes have not taken yet.
 type agentWorker struct {
-	wp        *engine.WorkerProcess
+	wp        *engine.WorkerProcess // or, with InProcess:
+	win       *shm.Window           // the goroutine's window
+	cancel    context.CancelFunc    // ends the goroutine's serving
 	jobs, ctl *pipe
 	killed    atomic.Bool // by the agent, for the pool
 }
@@ -243,18 +252,32 @@ func (a *agent) read(down io.Reader) {
 				}
 			}
 			if lateWindows > 0 {
-				time.AfterFunc(lateWindows, func() { w.wp.Publish(keys, p.gen) })
+				time.AfterFunc(lateWindows, func() { w.publish(keys, p.gen) })
 				continue
 			}
-			w.wp.Publish(keys, p.gen)
+			w.publish(keys, p.gen)
 		}
 	}
 }
 
+// publish puts a set of the pool's in the worker's window at gen.
+func (w *agentWorker) publish(keys []uint64, gen uint64) {
+	if w.wp != nil {
+		w.wp.Publish(keys, gen)
+	} else {
+		w.win.PublishAt(keys, gen)
+	}
+}
+
 // kill kills the worker at once (and, with its process group, what its
-// job started there; the commands of its jobs die with it).
+// job started there; the commands of its jobs die with it). A goroutine
+// worker can only be told to leave.
 func (w *agentWorker) kill() {
 	w.killed.Store(true)
+	if w.wp == nil {
+		w.cancel()
+		return
+	}
 	syscall.Kill(-w.wp.PID(), syscall.SIGCONT) // a stopped worker dies too
 	w.wp.Terminate(0)
 }
@@ -319,7 +342,9 @@ func (a *agent) fence(on bool) {
 		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
 	}
 	for _, w := range a.workers {
-		syscall.Kill(-w.wp.PID(), sig)
+		if w.wp != nil {
+			syscall.Kill(-w.wp.PID(), sig)
+		}
 	}
 	signalCommands(sig)
 }
@@ -328,6 +353,9 @@ func (a *agent) fence(on bool) {
 // it until it ends; stopped says that the pool stopped it (it exited with
 // status 0), err why it ended otherwise.
 func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
+	if a.inProcess {
+		return a.serveGoroutine(ctx)
+	}
 	select {
 	case a.starting <- struct{}{}:
 	case <-ctx.Done():
@@ -416,4 +444,68 @@ func pump(p *pipe, w io.WriteCloser, closeAtEnd bool) {
 // worker's pool, in the mark, is its parent, the agent).
 func signalCommands(sig syscall.Signal) {
 	spawn.SignalTagged(spawn.OwnedByPool(spawn.Tag(os.Getpid())), sig)
+}
+
+// serveGoroutine serves the pool with a worker that is a goroutine of the
+// agent's process (InProcess): engine.Serve, with a cache of its own and
+// a window in shared memory that the agent writes, until the pool stops
+// it (stopped), it is killed (it leaves), or ctx ends.
+func (a *agent) serveGoroutine(ctx context.Context) (stopped bool, err error) {
+	win, err := shm.Create(a.capacity)
+	if err != nil {
+		return false, err
+	}
+	defer win.Close()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &agentWorker{win: win, cancel: cancel, jobs: newPipe(), ctl: newPipe()}
+	slot := a.slots.Add(1)
+	a.mu.Lock()
+	a.workers[slot] = w
+	a.mu.Unlock()
+	a.up.put(recOpen, slot, binary.AppendUvarint(nil, uint64(os.Getpid())))
+	err = engine.Serve(wctx, w.jobs, replyWriter{a.up, slot}, w.ctl, engine.NewWindowReader(win), engine.OwnCache())
+	a.mu.Lock()
+	delete(a.workers, slot)
+	a.mu.Unlock()
+	w.jobs.Close()
+	w.ctl.Close()
+	if err == nil && wctx.Err() != nil && ctx.Err() == nil {
+		err = &killedWorker{errors.New("it left the pool")}
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	a.up.put(recEnd, slot, []byte(why))
+	return err == nil, err
+}
+
+// replyWriter is a goroutine worker's replies: records of the host's up
+// stream.
+type replyWriter struct {
+	up   *sender
+	slot uint64
+}
+
+func (r replyWriter) Write(p []byte) (int, error) {
+	if err := r.up.putData(recReply, r.slot, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// An AgentOption is an option of [Agent].
+type AgentOption func(*agent)
+
+// InProcess makes the agent's workers goroutines of its own process
+// (engine.Serve, each with a cache of its own and a window in shared
+// memory), not worker processes: no process to start per worker, as
+// engine.InProcess for a local pool. Such a worker cannot be killed, nor
+// stopped while the pool is silent: a job that never returns holds its
+// goroutine, and a worker that the pool gives up only leaves (its job's
+// context is cancelled). It suits jobs of pure Go that return when
+// cancelled, and measurements of the pool with many workers on few cores.
+func InProcess() AgentOption {
+	return func(a *agent) { a.inProcess = true }
 }

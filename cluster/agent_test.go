@@ -309,3 +309,56 @@ func TestAgentGivesUp(t *testing.T) {
 		t.Fatalf("the agent still runs 30 s after the pool ended; it said:\n%s", stderr.String())
 	}
 }
+
+// inProcItems are the items of TestAgentInProcess's jobs.
+var inProcItems = []*cachepool.Item[int]{
+	cachepool.Define("cluster_test.inproc0", func(context.Context) (int, error) { return 0, nil }),
+	cachepool.Define("cluster_test.inproc1", func(context.Context) (int, error) { return 1, nil }),
+	cachepool.Define("cluster_test.inproc2", func(context.Context) (int, error) { return 2, nil }),
+}
+
+// pid returns the pid of the process that runs it.
+var pid = engine.Register("cluster_test.pid", func(ctx context.Context, _ int) (int, error) {
+	return os.Getpid(), nil
+})
+
+// TestAgentInProcess: an agent whose workers are goroutines of its own
+// process (cluster.InProcess) joins with its three workers, which run the
+// pool's jobs in the agent's process, each with a cache of its own, and
+// leaves with status 0 when the pool ends.
+func TestAgentInProcess(t *testing.T) {
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, err := cluster.Listen("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	agents := startRoles(t, envAgentInProcess+"="+joinFile, 1)
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var jobs []*engine.Job[int]
+	for i := range 300 {
+		jobs = append(jobs, engine.Queue(p, slowSquare, i))
+	}
+	var pids []*engine.Job[int]
+	for i := range 30 {
+		pids = append(pids, engine.Queue(p, pid, i, engine.Needs(inProcItems[i%3])))
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
+		}
+	}
+	for _, j := range pids {
+		if v, err := j.Result(); err != nil || v != agents[0].Process.Pid {
+			t.Errorf("a job ran in process %d (%v), want the agent's, %d", v, err, agents[0].Process.Pid)
+		}
+	}
+	st := p.Stats()
+	if len(st.Workers) != 3 {
+		t.Errorf("%d workers, want the agent's 3", len(st.Workers))
+	}
+	exitZero(t, "agent", agents)
+}

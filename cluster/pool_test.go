@@ -105,6 +105,10 @@ const envMarks = "POOLRUN_TEST_MARKS"
 // whose join file it names.
 const envJoin = "POOLRUN_TEST_JOIN"
 
+// envAgentInProcess makes the test binary a host agent of three goroutine
+// workers (cluster.InProcess) for the pool whose join file it names.
+const envAgentInProcess = "POOLRUN_TEST_AGENT_INPROCESS"
+
 // envAgent makes the test binary a host agent of two workers for the pool
 // whose join file it names.
 const envAgent = "POOLRUN_TEST_AGENT"
@@ -128,6 +132,14 @@ func TestMain(m *testing.M) {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 		err := cluster.Agent(ctx, f, 2, nil, nil)
 		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if f := os.Getenv(envAgentInProcess); f != "" {
+		err := cluster.Agent(context.Background(), f, 3, nil, nil, cluster.InProcess())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test agent:", err)
 			os.Exit(1)

@@ -207,6 +207,21 @@ func (w *pipeWorker) bye(b *byeInfo) error {
 	return w.send(func(e *enc) { e.bye(b) })
 }
 
+// A ServeOption is an option of [Serve].
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	ownCache bool
+}
+
+// OwnCache makes the worker's jobs use a cache of their own rather than
+// this process's default cache, as the goroutine workers of [InProcess]
+// do: for a process that serves several workers with Serve, each then
+// holding its items apart, as the pool's scheduler assumes.
+func OwnCache() ServeOption {
+	return func(c *serveConfig) { c.ownCache = true }
+}
+
 // Serve serves a pool as a worker it did not start: the pipe protocol's
 // handshake on jobs and replies, then every job the pool sends, until the
 // pool says stop (the cache is cleared, its cleanups run) or the jobs
@@ -222,7 +237,11 @@ func (w *pipeWorker) bye(b *byeInfo) error {
 // (the cleanups run), the worker says goodbye, so that the pool gives its
 // other jobs to other workers at once, and Serve returns nil. If jobs is
 // an io.Closer, Serve closes it then, to stop waiting for a job.
-func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader) error {
+func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader, opts ...ServeOption) error {
+	var cfg serveConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	wc, params, err := acceptPipe(jobs, replies, control)
 	if err != nil {
 		return err
@@ -231,8 +250,11 @@ func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Re
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
 	}
-	cache := cachepool.Default()
-	err = serve(ctx, wc, win, cache, params, ownHeap, new(atomic.Bool))
+	cache, heap := cachepool.Default(), ownHeap
+	if cfg.ownCache {
+		cache, heap = cachepool.New(), sharedHeap
+	}
+	err = serve(ctx, wc, win, cache, params, heap, new(atomic.Bool))
 	if ctx.Err() == nil {
 		return err
 	}

@@ -134,6 +134,12 @@ func (ws *shmWindows) of(win WindowPublisher) *shm.Window {
 	return ws.made[win]
 }
 
+// NewWindowReader returns a worker's view of w, a window in shared memory,
+// as the engine's worker processes read theirs: for a transport that
+// serves workers in its own process with [Serve] beside windows it writes
+// (shm.Window.PublishAt).
+func NewWindowReader(w *shm.Window) WindowReader { return shmReader{w} }
+
 // shmReader is a worker's view of a window in shared memory.
 type shmReader struct {
 	*shm.Window
