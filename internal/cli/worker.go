@@ -25,9 +25,10 @@ pool's address, its credential (a random token), the fingerprint of the
 pool's build, what TLS needs off loopback (the certificate of the
 authority made for the pool, or those of the pool's --tls-cert, which the
 worker trusts and nothing else), and the pool's output folders. Copy it
-to this host and keep it readable by its owner only: whoever can read it
-can join the pool and run jobs as you. The worker must be the same
-poolrun as the pool's: another build is refused, with both builds named.
+to this host and keep it readable by its owner only (chmod 600): whoever
+can read it can join the pool and run jobs as you, and a join file that
+group or others can read is refused. The worker must be the same poolrun
+as the pool's: another build is refused, with both builds named.
 
 Output folders (--out of scaffold; for run, the workflow file's folder and
 the working folder) must be on storage that this host sees, at the same
@@ -40,9 +41,17 @@ pool, starts the N worker processes, relays their jobs and replies, and
 writes each worker's window (which items it must keep) in shared memory,
 which the workers read without asking, as on the pool's host. A worker
 process that dies is replaced while the pool runs (its running job is
-Aborted, or run again with --retries); when five in a row die within
-10 s of their start, the agent gives up (exit status 1). Run one agent per host: srun --ntasks-per-node=1 poolrun
-worker --join-file FILE uses every core of each node.
+Aborted, or run again with --retries); when five in a row die within 10 s
+of their start, the agent gives up (exit status 1). Run one agent per
+host: srun --ntasks-per-node=1 poolrun worker --join-file FILE uses every
+core of each node.
+
+If the agent hears nothing from the pool for 7 s (the pool stopped, or
+the network down), it stops its workers and their commands (SIGSTOP) and
+continues them when the pool speaks again; a pool that hears nothing from
+the agent for 10 s gives its jobs to other workers and tells it, and the
+agent then kills its workers and exits with status 1, saying why. The
+agent's workers and their commands die with it (SIGKILL included).
 
 SIGTERM or Ctrl-C (as Slurm stops a job step) makes the workers leave the
 pool cleanly: each starts no other job, the job it runs is cancelled (the
