@@ -102,8 +102,6 @@ type streamReader struct {
 	err  error  // sticky: io.EOF, errLost, or the end of the subscription
 
 	closeOnce sync.Once
-	mu        sync.Mutex
-	why       error // why Close was called, if it was for a reason
 }
 
 // newStreamReader subscribes to subject. Subscribe before the writer
@@ -137,12 +135,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 			r.err = fmt.Errorf("%w: the reader fell behind: %v", errLost, err)
 			continue
 		case err != nil:
-			r.mu.Lock()
-			r.err = r.why
-			r.mu.Unlock()
-			if r.err == nil {
-				r.err = io.ErrClosedPipe
-			}
+			r.err = io.ErrClosedPipe
 			continue
 		}
 		if len(m.Data) < headerSize {
@@ -175,14 +168,6 @@ func (r *streamReader) heard() int64 {
 	delivered, _ := r.sub.Delivered()
 	pending, _, _ := r.sub.Pending()
 	return delivered + int64(pending)
-}
-
-// closeWith closes r for a reason, which a Read waiting returns.
-func (r *streamReader) closeWith(why error) error {
-	r.mu.Lock()
-	r.why = why
-	r.mu.Unlock()
-	return r.Close()
 }
 
 // Close unsubscribes; a Read waiting returns io.ErrClosedPipe.
