@@ -212,7 +212,7 @@ func (a *agent) read(down io.Reader) {
 		}
 		a.heard.Store(time.Now().UnixNano())
 		if kind == recGone {
-			err := fmt.Errorf("%w: %s", errGone, payload)
+			err := fmt.Errorf("%w: %s", errHostGone, payload)
 			a.gone.Store(&err)
 			a.mu.Lock()
 			for _, w := range a.workers {

@@ -87,9 +87,9 @@
 // workers by a slot number and carries a piece of one of the pipe
 // protocol's streams (its jobs, its control, its replies), its window's
 // set, its start or its end; pings belong to the host. A stream is cut
-// into NATS messages of at most 1 MiB, each with its sequence number; a
-// missing message ends the stream, and the host is lost, as a worker
-// whose pipe broke. These are plain NATS subjects, not a JetStream work
+// into NATS messages of at most 1 MiB, each with its sequence number, with
+// flow control (see Limits); a missing message ends the stream, and the
+// host is lost, as a worker whose pipe broke. These are plain NATS subjects, not a JetStream work
 // queue: the pool schedules, and a job that started is never run again
 // behind the user's back.
 //
@@ -137,17 +137,41 @@
 // # Limits
 //
 // Values: a job's argument and its result cross whatever their size up to
-// the pool's engine.MaxValueSize (64 MiB by default, up to 1023 MiB): a
-// frame larger than 1 MiB travels in messages of 1 MiB (the server allows
-// 8 MiB), and a reader holds up to 1 GiB of messages not yet read before
-// it drops the stream. A larger value fails its job with an error wrapping
-// engine.ErrTooLarge that gives both sizes; the pool goes on.
+// the pool's engine.MaxValueSize (64 MiB by default, up to 1023 MiB); a
+// larger value fails its job with an error wrapping engine.ErrTooLarge
+// that gives both sizes, and the pool goes on.
+//
+// A frame larger than 1 MiB travels in messages of 1 MiB (the server
+// allows 8 MiB), with flow control: the reader of a stream says how far it
+// has read, on the stream's subject with ".ack" added, and its writer
+// sends at most 8 MiB (the window) beyond that, and waits. The server and
+// the reader's client so hold at most a window of each stream, whatever
+// the size of the value: a worker that reads slowly slows the pool's
+// writing rather than being dropped, and so does a pool that reads a
+// worker's reply slowly; the server holds up to 1 GiB for one connection
+// (the windows of 128 streams: the pool's connection carries every
+// host's streams) before it closes it. A writer
+// that waits asks its reader every 500 ms how far it has read (subject
+// with ".live" added), which a worker busy with a job answers all the
+// same; its write fails at once when the reader has closed the stream or
+// its connection has ended, and after 30 s without any word from it.
+//
+// Memory: beyond the windows, a value costs the copies the engine makes of
+// it. In the pool: the encoded argument, kept until its job ends, and the
+// frame that carries it, while it is sent; the frame of the reply, which
+// grows as it arrives, and the decoded result; in a worker, the same the
+// other way. With the garbage the collector has not yet taken, a process
+// that moves a large value holds several times its size (bench/README.md
+// gives the figure at 512 MiB): budget memory for it, on the pool's host
+// and the worker's. TestLargeValueRemote moves 128 MiB each way, or
+// POOLRUN_TEST_LARGE_MIB.
 //
 // # Scale
 //
-// What a pool of many remote workers costs the pool's process: one
-// connection, two subjects and a goroutine or two per host; per worker, a
-// place in the scheduler and a slot in its host's records. The pool's one
+// What a pool of many remote workers costs the pool's process: per host,
+// two streams (each a subject and its acks' and probes' subjects) and a
+// few goroutines on the pool's one connection; per worker, a place in the
+// scheduler and a slot in its host's records. The pool's one
 // dispatch loop sends every job and takes every reply, so short jobs on
 // many workers wait for the pool; the batching above keeps its cost per
 // job flat as hosts and workers are added. The figures (no-op jobs/s from

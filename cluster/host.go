@@ -128,11 +128,11 @@ func (s *sender) put(kind byte, slot uint64, payload []byte) error {
 	return nil
 }
 
-// maxPending is how many bytes of records putData lets wait.
-const maxPending = 4 << 20
+// maxSenderPending is how many bytes of records putData lets wait.
+const maxSenderPending = 4 << 20
 
 // putData queues a record of a worker's stream, waiting while the records
-// that wait are maxPending or more: a worker that writes faster than the
+// that wait are maxSenderPending or more: a worker that writes faster than the
 // network carries waits, as over a pipe.
 func (s *sender) putData(kind byte, slot uint64, payload []byte) error {
 	if len(payload) >= largeRecord {
@@ -140,7 +140,7 @@ func (s *sender) putData(kind byte, slot uint64, payload []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.pending) >= maxPending && !s.closed {
+	for len(s.pending) >= maxSenderPending && !s.closed {
 		s.room.Wait()
 	}
 	if s.closed {
@@ -217,6 +217,17 @@ func (s *sender) loop() {
 // idle reports whether nothing has been sent for d.
 func (s *sender) idle(d time.Duration) bool {
 	return time.Since(time.Unix(0, s.last.Load())) >= d
+}
+
+// abort ends the stream at once, dropping what is pending: a write that
+// waits for the reader (a window ahead of it) returns.
+func (s *sender) abort() {
+	s.mu.Lock()
+	s.closed, s.pending = true, nil
+	s.cond.Signal()
+	s.room.Broadcast()
+	s.mu.Unlock()
+	s.w.Close()
 }
 
 // close sends what is pending and ends the stream.
@@ -344,4 +355,4 @@ func validID(id string) bool {
 	return true
 }
 
-var errGone = errors.New("cluster: the pool gave this host up")
+var errHostGone = errors.New("cluster: the pool gave this host up")

@@ -424,13 +424,26 @@ func (h *remoteHost) end(why error) {
 	replyErr := error(io.EOF)
 	if why != nil && why != io.EOF {
 		replyErr = fmt.Errorf("its host %s was given up: %w", h.name, why)
-		h.down.put(recGone, 0, []byte(why.Error()))
 	}
 	for _, s := range slots {
 		s.replies.end(replyErr)
 	}
 	h.up.Close()
-	h.down.close()
+	if replyErr == io.EOF {
+		h.down.close()
+		return
+	}
+	// Tell the agent why, if it still hears; do not wait for it.
+	h.down.put(recGone, 0, []byte(why.Error()))
+	go func() {
+		done := make(chan struct{})
+		go func() { h.down.close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(pingEvery):
+			h.down.abort()
+		}
+	}()
 }
 
 // slotWriter is a stream of the pool to one of a host's workers: its

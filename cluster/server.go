@@ -105,6 +105,15 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 	opts.Authorization = token
 	opts.NoSigs, opts.NoLog = true, true
 	opts.MaxPayload = 8 << 20
+	// What the server holds for a connection, past which it closes it
+	// as a slow consumer. The streams' flow control (stream.go) bounds
+	// it to a window for each stream the connection reads: an agent's
+	// connection reads its workers' jobs, the pool's every worker's
+	// replies. The default, 64 MiB, is eight windows: as many streams
+	// at once behind a network slower than the pool writes, or a pool's
+	// process stalled a moment, would lose the connection and every
+	// worker behind it.
+	opts.MaxPending = maxPending
 	// Off loopback, TLS, with certificates made for this pool.
 	urlHost := host
 	scheme := "nats"
