@@ -30,14 +30,7 @@ func TestClusterChecksum(t *testing.T) {
 	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", tinyScale, "-j", "0", "--out", "b",
 		"--listen", "127.0.0.1:0", "--join-file", "run.join", "--report", "r.json")
 	joinFile := filepath.Join(dir, "run.join")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(joinFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no join file after a minute:\n%s", out)
-		}
-	}
+	waitJoinFile(t, joinFile, out)
 	if w := poolrun(t, dir, "worker", "--join-file", "run.join", "-j", "3"); w.code != 0 {
 		t.Errorf("poolrun worker: exit %d\n%s%s", w.code, w.stdout, w.stderr)
 	}
@@ -104,14 +97,7 @@ func TestWorkerKilled(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
 	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
 	joinFile := filepath.Join(dir, "run.join")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(joinFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no join file after a minute:\n%s", out)
-		}
-	}
+	waitJoinFile(t, joinFile, out)
 	agent, _ := startPoolrun(t, dir, nil, "worker", "--join-file", "run.join", "-j", "2")
 	var sleeps []int
 	for deadline := time.Now().Add(60 * time.Second); len(sleeps) < 2; time.Sleep(20 * time.Millisecond) {

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -105,14 +106,7 @@ func runWithRemoteWorkers(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	joinFile := filepath.Join(dir, "run.join")
 	pool, out := startPoolrun(t, dir, nil, append([]string{"run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join"}, args...)...)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(joinFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no join file after a minute:\n%s", out)
-		}
-	}
+	waitJoinFile(t, joinFile, out)
 	poolrun(t, dir, "worker", "--join-file", joinFile, "-j", "2")
 	err := pool.Wait()
 	r := result{stderr: out.String()}
@@ -160,4 +154,18 @@ func (r *faultReport) statuses() map[string]string {
 		m[j.Labels["id"]] = j.Status
 	}
 	return m
+}
+
+// waitJoinFile waits up to a minute for the pool (whose output is out) to
+// write its join file.
+func waitJoinFile(t *testing.T, joinFile string, out *bytes.Buffer) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(joinFile); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no join file after a minute:\n%s", out)
+		}
+	}
 }
