@@ -87,6 +87,7 @@ func clusterShape(w int) (agents, perAgent int) {
 type clusterRun struct {
 	d       time.Duration // see runGated
 	clients int           // of the pool's server, once every worker is in
+	msgs    int64         // messages the server took over d
 	cpu     time.Duration // the pool's process's CPU time over d
 	heap    int64         // the pool's live heap with every worker in, less before
 }
@@ -128,13 +129,15 @@ func runCluster(b *testing.B, w, n, perAgent int, goroutines bool) clusterRun {
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var r clusterRun
 	var cpu0 time.Duration
-	var heap0 int64
+	var heap0, msgs0 int64
 	r.d = runGatedHook(b, p, w, n, func() { heap0 = liveHeap() }, func() {
 		r.clients = l.Clients()
 		r.heap = liveHeap() - heap0
 		cpu0 = processCPU()
+		msgs0 = l.Messages()
 	})
 	r.cpu = processCPU() - cpu0
+	r.msgs = l.Messages() - msgs0
 	for i, cmd := range cmds {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -271,8 +274,9 @@ func BenchmarkClusterDispatch(b *testing.B) {
 // goroutines of the agents (workers-are=goroutines, cluster.InProcess),
 // in turn. It reports: jobs/s; the clients of the pool's server once every
 // worker is in (one per agent, and the pool's); the pool's CPU time per
-// job (pool-cpu-µs/job); and the pool's live heap per worker with every
-// worker in (pool-KiB/worker). What the cluster transport and the pool's
+// job (pool-cpu-µs/job); the pool's live heap per worker with every
+// worker in (pool-KiB/worker); and the messages the server took per job,
+// both ways (msgs/job: below 1 where the hosts' streams batch). What the cluster transport and the pool's
 // one dispatch loop sustain as workers are added; on 2 cores, 1,000 worker
 // processes and their agents share the machine with the pool, which the
 // goroutine workers leave to it.
@@ -287,6 +291,7 @@ func BenchmarkClusterWorkers(b *testing.B) {
 				b.ReportMetric(float64(r.clients), "clients")
 				b.ReportMetric(float64(r.cpu.Microseconds())/float64(n), "pool-cpu-µs/job")
 				b.ReportMetric(float64(r.heap)/1024/float64(w), "pool-KiB/worker")
+				b.ReportMetric(float64(r.msgs)/float64(n), "msgs/job")
 			})
 		}
 	}

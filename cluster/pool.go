@@ -138,6 +138,10 @@ func (l *Listener) watchConns() {
 	}
 }
 
+// Messages is the number of messages the pool's server has taken from its
+// clients so far ([Server.Messages]).
+func (l *Listener) Messages() int64 { return l.srv.Messages() }
+
 // Clients is the number of clients connected to the pool's server now:
 // the pool's own connection, and one per host agent.
 func (l *Listener) Clients() int { return l.srv.Clients() }

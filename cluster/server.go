@@ -199,6 +199,17 @@ func (s *Server) clientNames() (map[string]bool, error) {
 	return names, nil
 }
 
+// Messages is the number of messages that the server has taken from its
+// clients so far: with the host's batching, it grows with the dispatch
+// rounds and the hosts, not with the jobs.
+func (s *Server) Messages() int64 {
+	v, err := s.ns.Varz(nil)
+	if err != nil {
+		return 0
+	}
+	return v.InMsgs
+}
+
 // Clients is the number of clients connected to the server now: the
 // pool's own connection, and one per worker or host agent.
 func (s *Server) Clients() int { return s.ns.NumClients() }
