@@ -136,12 +136,15 @@
 // encoded but the jobs' values. The window has one interface per side,
 // [WindowPublisher] for the pool and [WindowReader] for a worker; the
 // transport that makes a window owns its type (shared memory for the
-// engine's own workers, a key-value entry for the cluster's), and the
-// pool publishes without holding its lock, so that a publish that crosses
-// a network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
+// engine's own workers; for the cluster's, a record in its host's stream
+// that the host's agent puts in shared memory there), and the pool
+// publishes without holding its lock, so that a publish that crosses a
+// network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
 // [StartWorkerProcess] starts, for a pool elsewhere, the same worker
 // process as a pool's own, whose frames its starter relays and whose
-// shared-memory window it publishes with the pool's generations.
+// shared-memory window it publishes with the pool's generations; a
+// transport that serves workers in its own process uses [Serve] with
+// [OwnCache] and [NewWindowReader].
 //
 // A job is Running once it has been sent to a worker: a worker that is
 // sent short jobs ahead runs them one after the other, and says when each
