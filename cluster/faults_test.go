@@ -268,8 +268,25 @@ func TestStoppedPool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	workers := proctest.Children(agent.Process.Pid)
+	if len(workers) != 2 {
+		t.Fatalf("the agent has %d children, want its 2 workers", len(workers))
+	}
 	pool.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(silentFor + time.Second) // the stop itself, not a wait for something
+	stoppedAt := time.Now()
+	// The agent stops its workers once it has heard nothing for a while.
+	if err := poll(ctx, "the agent to stop its workers", func() bool {
+		return strings.Contains(agentErr.String(), "stopped until it speaks")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range workers {
+		if st := proctest.State(pid); st != "T" {
+			t.Errorf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
+		}
+	}
+	// The pool stays stopped for longer than the silence limit.
+	time.Sleep(time.Until(stoppedAt.Add(silentFor + time.Second)))
 	pool.Process.Signal(syscall.SIGCONT)
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
