@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,5 +135,42 @@ func TestWorkerKilled(t *testing.T) {
 	}
 	if d := time.Since(killed); d > 8*time.Second {
 		t.Errorf("the pool ended %v after the agent's kill: it waited for the silence limit, not the connection's end", d.Round(time.Millisecond))
+	}
+}
+
+// TestPoolStoppedFencesCommands: while a pool is stopped (SIGSTOP, as
+// Ctrl-Z) long enough that its agent hears nothing, the agent stops the
+// commands its workers run, and continues them when the pool is
+// continued: the run then completes.
+func TestPoolStoppedFencesCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops a pool for 8 s")
+	}
+	dir := t.TempDir()
+	arg := uniqueArg(10) // longer than the agent takes to stop it
+	killAll(t, "sleep", arg)
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(fmt.Sprintf("jobs:\n  - id: long\n    run: sleep %s\n", arg)), 0o644)
+	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
+	agent, agentOut := startPoolrun(t, dir, nil, "worker", "--join-file", "run.join", "-j", "1")
+	sleeps := waitProcs(t, "sleep", arg)
+	pool.Process.Signal(syscall.SIGSTOP)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(agentOut.String(), "stopped until it speaks"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			pool.Process.Signal(syscall.SIGCONT)
+			t.Fatalf("the agent did not stop its workers 30 s after the pool stopped:\n%s", agentOut)
+		}
+	}
+	for _, pid := range sleeps {
+		if st := proctest.State(pid); st != "T" {
+			t.Errorf("the command %d is in state %q while the pool is stopped, want T", pid, st)
+		}
+	}
+	pool.Process.Signal(syscall.SIGCONT)
+	if err := pool.Wait(); err != nil {
+		t.Errorf("the pool, continued: %v\n%s", err, out)
+	}
+	if err := agent.Wait(); err != nil {
+		t.Errorf("the agent: %v\n%s", err, agentOut)
 	}
 }
