@@ -329,11 +329,18 @@ func (a *agent) watch(ctx context.Context) {
 // groups, and the commands of their jobs, if they are not already.
 func (a *agent) fence(on bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.fenced == on {
+		a.mu.Unlock()
 		return
 	}
 	a.fenced = on
+	var groups []int
+	for _, w := range a.workers {
+		if w.wp != nil {
+			groups = append(groups, w.wp.PID())
+		}
+	}
+	a.mu.Unlock()
 	sig := syscall.SIGCONT
 	if on {
 		sig = syscall.SIGSTOP
@@ -341,11 +348,11 @@ func (a *agent) fence(on bool) {
 	} else {
 		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
 	}
-	for _, w := range a.workers {
-		if w.wp != nil {
-			syscall.Kill(-w.wp.PID(), sig)
-		}
+	for _, pid := range groups {
+		syscall.Kill(-pid, sig)
 	}
+	// Found in /proc, which takes a while on a host of many processes:
+	// not under the lock that the relaying takes.
 	signalCommands(sig)
 }
 
