@@ -102,6 +102,9 @@ func (f *frameLink) writeLoop() {
 		if _, err := f.w.Write(buf.b); err != nil {
 			f.close()
 		}
+		if cap(buf.b) > keepBuffer {
+			buf.b = nil // a large value's frames: let their memory go
+		}
 	}
 }
 

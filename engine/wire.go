@@ -19,8 +19,11 @@ const (
 	// make a reader allocate without limit.
 	maxFrame = 1 << 30
 	// growStep is how much of a large frame a reader allocates ahead of the
-	// bytes it has read.
+	// bytes it has read, at least (it doubles its buffer as they come).
 	growStep = 1 << 20
+	// keepBuffer is the largest buffer a frame reader keeps for the next
+	// frame: a larger one, of a large value, goes once it is decoded.
+	keepBuffer = 4 << 20
 )
 
 // Frame kinds. Parent to worker: hello, job, stop, cancel, revoke. Worker

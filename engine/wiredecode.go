@@ -269,6 +269,9 @@ func (fr *frameReader) next() (byte, *dec, error) {
 	if n > maxFrame {
 		return 0, nil, fmt.Errorf("engine: protocol: frame of %d bytes exceeds the limit", n)
 	}
+	if cap(fr.buf) > keepBuffer {
+		fr.buf = nil // the last frame was a large one: let its memory go
+	}
 	if int(n) <= cap(fr.buf) || n <= growStep {
 		if cap(fr.buf) < int(n) {
 			fr.buf = make([]byte, n)
@@ -284,7 +287,11 @@ func (fr *frameReader) next() (byte, *dec, error) {
 	buf := fr.buf[:0]
 	for len(buf) < int(n) {
 		step := min(int(n)-len(buf), growStep)
-		buf = slices.Grow(buf, step)
+		if cap(buf)-len(buf) < step {
+			// Double: a frame of n bytes costs at most 2n of
+			// allocations, where growing by steps cost some 5n.
+			buf = slices.Grow(buf, min(int(n), max(2*cap(buf), len(buf)+step))-len(buf))
+		}
 		m, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+step])
 		buf = buf[:len(buf)+m]
 		if err != nil {
