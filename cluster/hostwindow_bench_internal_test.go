@@ -18,12 +18,12 @@ import (
 
 // The test binary as the window side of a host agent in
 // BenchmarkAgentWindowSeen: it joins the pool's server with the join file
-// $POOLRUN_AGENTWIN_JOIN, follows the window subject of agent
-// $POOLRUN_AGENTWIN_ID as an agent does (agentWindows), and puts each set
-// in its worker's window in shared memory at the pool's generation; it
-// prints "ready", then "ID GEN UNIXNANO" for each set once it is in its
-// window, where the worker reads it with an atomic load, until its
-// standard input ends. It runs from init and exits there.
+// $POOLRUN_AGENTWIN_JOIN, reads the down stream of agent
+// $POOLRUN_AGENTWIN_ID as an agent does, and puts each set (a window
+// record) in its worker's window in shared memory at the pool's
+// generation; it prints "ready", then "SLOT GEN UNIXNANO" for each set
+// once it is in its window, where the worker reads it with an atomic
+// load, until its standard input ends. It runs from init and exits there.
 const (
 	envAgentWinJoin = "POOLRUN_AGENTWIN_JOIN"
 	envAgentWinID   = "POOLRUN_AGENTWIN_ID"
