@@ -9,6 +9,11 @@ func (s *scheduler) dispatch() {
 		return
 	}
 	s.round++
+	for _, pl := range s.waiting {
+		s.placeChanged(pl) // it waited last round: a taker again
+	}
+	clear(s.waiting)
+	s.waiting = s.waiting[:0]
 	for j := p.queue.peek(); j != nil; j = p.queue.peek() {
 		if j.Status() != Queued {
 			p.queue.pop()
@@ -21,13 +26,13 @@ func (s *scheduler) dispatch() {
 		g := p.queue.heads[0]
 		if p.cfg.affinity {
 			if g = s.choose(pl); g == nil {
-				pl.waitRound = s.round // it waits this round out
+				s.wait(pl) // it waits this round out
 				continue
 			}
 		}
 		j = g.jobs[0]
 		if aheadOnly && buildsAt(j, pl) {
-			pl.waitRound = s.round // it would build ahead: not this round
+			s.wait(pl) // it would build ahead: not this round
 			continue
 		}
 		p.queue.popFrom(g)
@@ -45,9 +50,17 @@ func (s *scheduler) dispatch() {
 			pl.heard = later(pl.heard, now)
 		}
 		pl.inflight = append(pl.inflight, j)
+		if j.revoking {
+			s.revoking++ // from a worker that died before it handed it back
+		}
+		pl.countFunc(j.fn, 1)
+		if len(pl.inflight) > 1 && revocable(j) {
+			pl.revocable++
+		}
+		s.placeChanged(pl)
 		pl.sent++
 		j.seq = pl.sent
-		pl.held.add(j.keys)
+		s.addHeld(pl, j.keys)
 		p.setStatus(j, Running)
 		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys, timeout: j.timeout}
 		if p.cfg.budget > 0 && len(pl.resident) > 0 {
@@ -76,72 +89,72 @@ func (s *scheduler) dispatch() {
 // a job back unless it has started it; the job is queued again when it
 // comes back (revoked) and goes, most likely, to the idle worker.
 func (s *scheduler) rebalance() {
-	var idle []*place
-	on := 0 // revokes on their way
-	for _, pl := range s.places {
-		if len(pl.inflight) == 0 && pl.waitRound != s.round && pl.kill == nil && s.canTake(pl) {
-			idle = append(idle, pl)
-		}
-		for _, j := range pl.inflight {
-			if j.revoking {
-				on++
-			}
+	if s.donors.Len() == 0 {
+		return // no job to take back
+	}
+	// The idle workers: the free ones, but those that wait this round.
+	idle := s.free
+	for _, pl := range s.waiting {
+		if pl.in.free {
+			idle--
 		}
 	}
-	for range idle[min(on, len(idle)):] {
+	for range idle - min(s.revoking, idle) {
 		from, last := s.busiest()
 		if last == nil {
 			return
 		}
 		last.revoking = true
+		s.revoking++
+		from.revocable--
+		s.placeChanged(from)
 		from.l.revoke(uint64(last.id), last.seq)
 	}
 }
 
 // busiest returns the place with the most jobs waiting behind the
 // one its worker runs that need no item (and none of them revoked
-// already), and the last of those; or nil, nil.
+// already), the lowest index among equals, and the last of those; or
+// nil, nil.
 func (s *scheduler) busiest() (*place, *job) {
-	var from *place
-	var last *job
-	most := 0
-	for _, pl := range s.places {
-		if pl.l == nil || pl.stopping || pl.kill != nil || len(pl.inflight) < 2 {
-			continue
-		}
-		n, l := 0, (*job)(nil)
-		for _, j := range pl.inflight[1:] {
-			if !j.revoking && !j.cancelled && j.Status() == Running && len(j.keys) == 0 {
-				n, l = n+1, j
-			}
-		}
-		if n > most {
-			from, most, last = pl, n, l
+	from := s.donors.top()
+	if from == nil {
+		return nil, nil
+	}
+	for i := len(from.inflight) - 1; i > 0; i-- {
+		if j := from.inflight[i]; revocable(j) {
+			return from, j
 		}
 	}
-	return from, last
+	return nil, nil // not reached while from.revocable counts right
 }
+
+// revocable reports whether rebalance may take back j, which waits behind
+// the job its worker runs: it needs no item and has no revoke or cancel on
+// its way. (The jobs in flight are Running while the loop runs.)
+func revocable(j *job) bool { return len(j.keys) == 0 && !j.revoking && !j.cancelled }
 
 // pick returns the place whose worker should take the next job, or
 // nil: the one with the fewest jobs in flight among those that may take one
-// more; and whether it may take it only ahead of the one it runs, if the
-// job builds nothing there (canTakeHow).
+// more (the lowest index among equals); and whether it may take it only
+// ahead of the one it runs, if the job builds nothing there (canTakeHow).
+// It looks at the takers in that order and sets aside (blocks) those that
+// may not take one more, until they change.
 func (s *scheduler) pick() (best *place, aheadOnly bool) {
-	for _, pl := range s.places {
-		if pl.waitRound == s.round {
-			continue
+	for pl := s.takers.top(); pl != nil; pl = s.takers.top() {
+		if ok, ahead := s.canTakeHow(pl); ok {
+			return pl, ahead
 		}
-		ok, ahead := s.canTakeHow(pl)
-		if ok && (best == nil || len(pl.inflight) < len(best.inflight)) {
-			best, aheadOnly = pl, ahead
-		}
+		s.block(pl)
 	}
-	return best, aheadOnly
+	return nil, false
 }
 
-func (s *scheduler) canTake(pl *place) bool {
-	ok, _ := s.canTakeHow(pl)
-	return ok
+// wait makes pl wait this dispatch round out.
+func (s *scheduler) wait(pl *place) {
+	pl.waitRound = s.round
+	s.waiting = append(s.waiting, pl)
+	s.placeChanged(pl)
 }
 
 // canTakeHow reports whether pl's worker may be sent one more job,
@@ -170,21 +183,17 @@ func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 }
 
 // load reports whether every job in flight at pl is of a function whose
-// jobs take less than fastJob on average, and their summed average times:
-// worked out once a dispatch round for a place, then as jobs are added.
+// jobs take less than fastJob on average, and their summed average times.
 func (s *scheduler) load(pl *place) (fast bool, queued time.Duration) {
-	if pl.load.round != s.round || pl.load.n > len(pl.inflight) {
-		pl.load.round, pl.load.n, pl.load.fast, pl.load.queued = s.round, 0, true, 0
-	}
-	for _, j := range pl.inflight[pl.load.n:] {
-		t, ok := s.fnTime[j.fn]
+	fast = true
+	for _, c := range pl.funcs {
+		t, ok := s.fnTime[c.fn]
 		if !ok || t >= fastJob {
-			pl.load.fast = false
+			fast = false
 		}
-		pl.load.queued += t
+		queued += time.Duration(c.n) * t
 	}
-	pl.load.n = len(pl.inflight)
-	return pl.load.fast, pl.load.queued
+	return fast, queued
 }
 
 // buildsAt reports whether j needs an item that pl's worker did not hold

@@ -178,7 +178,8 @@ package engine
 // (which ready job a free worker takes; eviction order under a budget),
 // replies.go (what workers say; the end of a run), health.go (timeouts,
 // cancels, silence, deaths, the crash loop), places.go (worker places,
-// starts and handshakes).
+// starts and handshakes; the sets of places the scheduler keeps up to
+// date, so that its work follows what changed).
 //
 // The seam: transport.go (the transport and link interfaces, the messages),
 // window.go (the window interfaces and the shared-memory window). The links:

@@ -41,6 +41,32 @@ func (r *refCounts) drop(keys []uint64) {
 // has reports whether some job needs k.
 func (r *refCounts) has(k uint64) bool { return r.n[k] > 0 }
 
+// need counts the keys of a job (sorted, without repeats) in p.refs, and
+// release drops them. A key that gets its first count, or loses its last,
+// changes which of the items the workers hold are stale
+// (scheduler.needed). p.mu is held.
+func (p *Pool) need(keys []uint64) {
+	if p.sched != nil {
+		for _, k := range keys {
+			if !p.refs.has(k) {
+				p.sched.needed(k, true)
+			}
+		}
+	}
+	p.refs.add(keys)
+}
+
+func (p *Pool) release(keys []uint64) {
+	p.refs.drop(keys)
+	if p.sched != nil {
+		for _, k := range keys {
+			if !p.refs.has(k) {
+				p.sched.needed(k, false)
+			}
+		}
+	}
+}
+
 // unsentStatus reports whether a job in status s counts as not sent yet.
 func unsentStatus(s Status) bool { return s == Pending || s == Queued }
 
@@ -60,7 +86,7 @@ func (p *Pool) add(j *job) {
 	j.id = len(p.jobs) + 1
 	j.added = time.Now()
 	p.jobs = append(p.jobs, j)
-	p.refs.add(j.keys)
+	p.need(j.keys)
 	p.unsent.add(j.keys)
 	p.open++
 	p.counts[Pending]++
@@ -148,7 +174,7 @@ func (p *Pool) finish(j *job, s Status, err error) {
 		p.setStatus(j, e.s)
 		p.open--
 		j.arg = nil // sent, or never to be: the pool needs it no more
-		p.refs.drop(j.keys)
+		p.release(j.keys)
 		for _, d := range j.dependents {
 			if d.Status() != Pending {
 				continue

@@ -13,20 +13,27 @@ import (
 // cancelRunning asks the worker that runs j to cancel it, and reports
 // whether it could (a worker holds j's place).
 func (s *scheduler) cancelRunning(j *job, reason string) bool {
-	for _, pl := range s.places {
-		if pl.index == j.worker && pl.l != nil && slices.Contains(pl.inflight, j) {
-			j.cancelled, j.cancelReason, j.cancelAt = true, reason, time.Now()
-			pl.l.cancel(uint64(j.id))
-			return true
-		}
+	if j.worker < 1 || j.worker > len(s.places) {
+		return false
 	}
-	return false
+	pl := s.places[j.worker-1]
+	i := slices.Index(pl.inflight, j)
+	if pl.l == nil || i < 0 {
+		return false
+	}
+	if i > 0 && revocable(j) {
+		pl.revocable--
+	}
+	j.cancelled, j.cancelReason, j.cancelAt = true, reason, time.Now()
+	pl.l.cancel(uint64(j.id))
+	s.placeChanged(pl) // a deadline for the cancel
+	return true
 }
 
 // checkRunning kills the workers whose running job is past its timeout,
 // or was cancelled, and has not returned within the grace period since;
 // and those that have said nothing for longer than the silence limit
-// while they had jobs.
+// while they had jobs. Before firstDeadline, none has.
 func (s *scheduler) checkRunning(now time.Time) {
 	cfg := &s.p.cfg
 	if !s.lastAwake.IsZero() && now.Sub(s.lastAwake) > cfg.silence/2 {
@@ -38,8 +45,12 @@ func (s *scheduler) checkRunning(now time.Time) {
 		}
 	}
 	s.lastAwake = now
+	if s.firstDeadline.IsZero() || !now.After(s.firstDeadline) {
+		return
+	}
+	s.firstDeadline = time.Time{}
 	for _, pl := range s.places {
-		if pl.l == nil || !pl.ready || pl.stopping || pl.kill != nil || len(pl.inflight) == 0 {
+		if !pl.in.busy {
 			continue
 		}
 		j := pl.inflight[0]
@@ -50,44 +61,49 @@ func (s *scheduler) checkRunning(now time.Time) {
 			s.kill(pl, &killing{j: j, st: Cancelled, err: &CancelledError{Reason: j.cancelReason}})
 		case now.Sub(pl.heard) > cfg.silence:
 			s.kill(pl, &killing{silent: true})
+		default:
+			s.firstDeadline = sooner(s.firstDeadline, s.deadline(pl))
 		}
 	}
+}
+
+// deadline returns when checkRunning may next kill the worker of pl, which
+// is busy: the first of its running job's timeout and grace, its cancel's
+// grace, and the end of its silence limit. Each of them only moves later
+// but when the running job changes or is cancelled (placeChanged).
+func (s *scheduler) deadline(pl *place) time.Time {
+	cfg := &s.p.cfg
+	j := pl.inflight[0]
+	at := pl.heard.Add(cfg.silence)
+	if j.timeout > 0 {
+		at = sooner(at, j.runSince.Add(j.timeout+cfg.grace))
+	}
+	if j.cancelled {
+		at = sooner(at, later(j.cancelAt, j.runSince).Add(cfg.grace))
+	}
+	return at
 }
 
 // kill kills the worker of pl now, for the reason k.
 func (s *scheduler) kill(pl *place, k *killing) {
 	pl.kill = k
 	pl.l.terminate(0)
+	s.placeChanged(pl)
 }
 
 // nextCheck returns when checkRunning has something to check next (zero:
-// nothing): a timeout's or a cancel's grace, a worker's silence; and,
-// while workers have jobs, every quarter of the silence limit, so that a
-// longer gap means that this process did not run.
+// nothing): a timeout's or a cancel's grace, a worker's silence (firstDeadline,
+// which may come sooner: a check then finds nothing, and sets it again);
+// and, while workers have jobs, every quarter of the silence limit, so
+// that a longer gap means that this process did not run.
 func (s *scheduler) nextCheck(now time.Time) time.Time {
 	cfg := &s.p.cfg
 	var at time.Time
-	sooner := func(t time.Time) {
-		if at.IsZero() || t.Before(at) {
-			at = t
-		}
-	}
-	for _, pl := range s.places {
-		if pl.l == nil || !pl.ready || pl.stopping || pl.kill != nil || len(pl.inflight) == 0 {
-			continue
-		}
-		j := pl.inflight[0]
-		if j.timeout > 0 {
-			sooner(j.runSince.Add(j.timeout + cfg.grace))
-		}
-		if j.cancelled {
-			sooner(later(j.cancelAt, j.runSince).Add(cfg.grace))
-		}
-		sooner(pl.heard.Add(cfg.silence))
-		sooner(now.Add(cfg.silence / 4))
+	if s.busy > 0 {
+		at = sooner(s.firstDeadline, now.Add(cfg.silence/4))
 	}
 	if !s.noneSince.IsZero() {
-		sooner(s.noneSince.Add(cfg.remoteOnly))
+		at = sooner(at, s.noneSince.Add(cfg.remoteOnly))
 	}
 	if !at.IsZero() {
 		at = at.Add(time.Millisecond) // past it, not at it
@@ -102,13 +118,7 @@ func (s *scheduler) checkWorkers(now time.Time) {
 	if wait <= 0 || s.fatal != nil {
 		return
 	}
-	live := false
-	for _, pl := range s.places {
-		if pl.l != nil && !pl.removed {
-			live = true
-			break
-		}
-	}
+	live := s.linked > 0
 	switch {
 	case live || s.p.open == 0:
 		s.noneSince = time.Time{}
@@ -128,6 +138,14 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// sooner returns the earlier of a and b, where a zero time is none.
+func sooner(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // died handles the end of a worker: the job it was running is
@@ -191,10 +209,18 @@ func (s *scheduler) died(pl *place, why error, lastWords string) {
 		p.setStatus(j, Queued)
 		p.queue.push(j)
 	}
+	for _, j := range pl.inflight {
+		if j.revoking {
+			s.revoking--
+		}
+	}
 	pl.inflight = pl.inflight[:0]
+	pl.funcs = pl.funcs[:0]
+	pl.revocable = 0
 	if pl.joined || s.crashLoop != nil && !stopping {
 		pl.removed = true
 	}
+	s.placeChanged(pl)
 	if s.crashLoop != nil && s.fatal == nil && !stopping && p.state == PoolRunning && s.live() == 0 {
 		s.fatal = fmt.Errorf("engine: no worker left: %w: none is started since %d died in a row (see below)", ErrCrashLoop, crashLoopLimit)
 	}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"container/heap"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -31,6 +33,18 @@ type place struct {
 	kill     *killing    // why the scheduler killed its worker, if it did
 	removed  bool        // the place is gone; only its figures remain
 
+	// What the scheduler's sets and counts hold of the place, as of the
+	// last placeChanged: its slots in s.takers and s.donors (-1: not
+	// there), and whether it counts as free, busy, soon and linked; blocked
+	// says that pick found its worker could take no more jobs, which keeps
+	// it out of s.takers until it changes (or a function's average time
+	// crosses a bound of the dispatch rules: see done). revocable counts
+	// its jobs in flight that rebalance may take back (see revocable).
+	takerSlot, donorSlot int
+	blocked              bool
+	in                   struct{ free, busy, soon, linked bool }
+	revocable            int
+
 	waitRound  uint64   // the dispatch round in which affinity made it wait
 	order      []uint64 // evictionOrder for orderRound
 	orderRound uint64
@@ -38,14 +52,7 @@ type place struct {
 	sent       uint64           // the jobs sent to its worker process
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
 	tasks      []task           // to send at the end of this dispatch round (deliver)
-	// load is what scheduler.load worked out for the first n jobs in
-	// flight, in dispatch round round.
-	load struct {
-		round  uint64
-		n      int
-		fast   bool
-		queued time.Duration
-	}
+	funcs      []funcCount      // the jobs in flight, by function (load)
 
 	jobs          int
 	served        int // jobs its current worker finished
@@ -55,6 +62,26 @@ type place struct {
 	peakRSS       int64
 	cur           cachepool.Stats // the live process's last report
 	past          cachepool.Stats // of the place's earlier processes
+}
+
+// A funcCount is a function and a number of its jobs.
+type funcCount struct {
+	fn *funcEntry
+	n  int
+}
+
+// countFunc adds d to the jobs of fn in flight at pl.
+func (pl *place) countFunc(fn *funcEntry, d int) {
+	for i := range pl.funcs {
+		if pl.funcs[i].fn != fn {
+			continue
+		}
+		if pl.funcs[i].n += d; pl.funcs[i].n == 0 {
+			pl.funcs = slices.Delete(pl.funcs, i, i+1)
+		}
+		return
+	}
+	pl.funcs = append(pl.funcs, funcCount{fn, d})
 }
 
 // killing is why the scheduler killed a place's worker: the job it ran
@@ -83,17 +110,6 @@ func (pl *place) stats() WorkerStats {
 		Cache: addStats(pl.past, pl.cur)}
 }
 
-// setResident records the resident set its worker reported.
-func (pl *place) setResident(rs []residentItem) {
-	clear(pl.resident)
-	if pl.resident == nil {
-		pl.resident = make(map[uint64]int64, len(rs))
-	}
-	for _, r := range rs {
-		pl.resident[r.key] = r.bytes
-	}
-}
-
 // grow chooses the places in which the loop starts workers (see
 // startWorkers): the first eager at once, then one more for each job that
 // waits for a worker (Queued, after this round's dispatch) beyond the
@@ -107,12 +123,7 @@ func (s *scheduler) grow() {
 	}
 	want := s.eager - s.own
 	if waiting := p.counts[Queued]; waiting > 0 {
-		for _, pl := range s.places {
-			if pl.soon() {
-				waiting--
-			}
-		}
-		want = max(want, waiting)
+		want = max(want, waiting-s.soon)
 	}
 	for range min(want, s.bound-s.own) {
 		pl, err := s.addPlace(nil)
@@ -166,6 +177,7 @@ func (s *scheduler) startWorkers(pls []*place) {
 		}
 		s.attach(pl, links[i])
 		pl.helloBy = time.Now().Add(p.cfg.startTimeout)
+		s.firstHello = sooner(s.firstHello, pl.helloBy)
 		pl.timer = time.AfterFunc(p.cfg.startTimeout, p.kick)
 	}
 }
@@ -178,6 +190,7 @@ func (s *scheduler) attach(pl *place, l link) {
 		pl.pid = pid
 	}
 	s.byLink[l] = pl
+	s.placeChanged(pl)
 }
 
 // addPlace makes a new place, reading window win: with EvictStale a window
@@ -194,11 +207,13 @@ func (s *scheduler) addPlace(win WindowPublisher) (*place, error) {
 		w = &window{pub: pub}
 	}
 	s.lastIndex++
-	pl := &place{index: s.lastIndex, win: w}
+	pl := &place{index: s.lastIndex, win: w, takerSlot: -1, donorSlot: -1}
+	s.places = append(s.places, pl)
 	if w != s.shared {
 		pl.held.changed = true // publish the set for it
+		s.republish = append(s.republish, pl)
 	}
-	s.places = append(s.places, pl)
+	s.placeChanged(pl)
 	return pl, nil
 }
 
@@ -241,12 +256,22 @@ func (s *scheduler) live() int {
 	return n
 }
 
-// checkHandshakes kills the workers whose handshake is overdue.
+// checkHandshakes kills the workers whose handshake is overdue: none
+// before firstHello, the first handshake due when it last looked.
 func (s *scheduler) checkHandshakes(now time.Time) {
+	if s.firstHello.IsZero() || !now.After(s.firstHello) {
+		return
+	}
+	s.firstHello = time.Time{}
 	for _, pl := range s.places {
-		if pl.l != nil && !pl.ready && !pl.stopping && !pl.timedOut && now.After(pl.helloBy) {
+		if pl.l == nil || pl.ready || pl.stopping || pl.timedOut {
+			continue
+		}
+		if now.After(pl.helloBy) {
 			pl.timedOut = true
 			pl.l.terminate(0)
+		} else {
+			s.firstHello = sooner(s.firstHello, pl.helloBy)
 		}
 	}
 }
@@ -258,12 +283,13 @@ func (s *scheduler) hello(pl *place, h *hello) {
 		pl.timer.Stop()
 		pl.timer = nil
 	}
+	s.placeChanged(pl)
 }
 
 // left forgets the worker of pl, which has gone, and keeps its figures.
 func (s *scheduler) left(pl *place) {
 	for _, j := range pl.inflight {
-		pl.held.drop(j.keys)
+		s.dropHeld(pl, j.keys)
 	}
 	delete(s.byLink, pl.l)
 	pl.l, pl.ready = nil, false
@@ -271,21 +297,137 @@ func (s *scheduler) left(pl *place) {
 	gone := pl.cur
 	gone.Bytes, gone.Resident = 0, 0
 	pl.past = addStats(pl.past, gone)
-	pl.cur = cachepool.Stats{}
-	pl.resident = nil
+	s.setCur(pl, cachepool.Stats{})
+	s.setResident(pl, nil)
 	if pl.timer != nil {
 		pl.timer.Stop()
 		pl.timer = nil
 	}
 }
 
-// cacheBytes sums what the workers' caches held at their last reports.
-func (s *scheduler) cacheBytes() int64 {
-	var n int64
-	for _, pl := range s.places {
-		n += pl.cur.Bytes
+// addHeld counts keys as held by the jobs in flight at pl, and dropHeld
+// drops them; a place whose held keys change is listed for collect.
+func (s *scheduler) addHeld(pl *place, keys []uint64) {
+	was := pl.held.changed
+	pl.held.add(keys)
+	if !was && pl.held.changed {
+		s.republish = append(s.republish, pl)
 	}
-	return n
+}
+
+func (s *scheduler) dropHeld(pl *place, keys []uint64) {
+	was := pl.held.changed
+	pl.held.drop(keys)
+	if !was && pl.held.changed {
+		s.republish = append(s.republish, pl)
+	}
+}
+
+// cacheBytes sums what the workers' caches held at their last reports.
+func (s *scheduler) cacheBytes() int64 { return s.curSum }
+
+// placeChanged brings the scheduler's sets and counts of places (see
+// scheduler) up to date with pl, after a change to its worker (l, ready,
+// stopping, kill, removed), its jobs in flight (a job sent, ended, or
+// cancelled) or its waitRound. Every such change is followed by a call,
+// before the scheduler looks at those sets again. It takes pl out of the
+// blocked ones: pick looks at it again. The first deadline of a busy
+// place brings firstDeadline forward if it comes sooner.
+func (s *scheduler) placeChanged(pl *place) {
+	n := len(pl.inflight)
+	serving := pl.l != nil && pl.ready && !pl.stopping
+	recount(&pl.in.free, serving && n == 0 && pl.kill == nil, &s.free)
+	recount(&pl.in.busy, serving && n > 0 && pl.kill == nil, &s.busy)
+	recount(&pl.in.soon, pl.soon(), &s.soon)
+	recount(&pl.in.linked, pl.l != nil && !pl.removed, &s.linked)
+	pl.blocked = false
+	s.takers.set(pl, serving && n < maxInFlight && pl.waitRound != s.round)
+	s.donors.set(pl, pl.l != nil && !pl.stopping && pl.kill == nil && pl.revocable > 0)
+	if pl.in.busy {
+		s.firstDeadline = sooner(s.firstDeadline, s.deadline(pl))
+	}
+}
+
+// recount sets *in, whether a place counts in *n, to v, and *n with it.
+func recount(in *bool, v bool, n *int) {
+	switch {
+	case v && !*in:
+		*n++
+	case !v && *in:
+		*n--
+	}
+	*in = v
+}
+
+// block takes pl, at the top of s.takers, out of them: its worker may not
+// take one more job (pick).
+func (s *scheduler) block(pl *place) {
+	s.takers.set(pl, false)
+	pl.blocked = true
+}
+
+// unblock puts the blocked places back among the takers, for pick to look
+// at again: after a function's average time changed so that more workers
+// may take jobs (see done). It looks at every place; it runs rarely.
+func (s *scheduler) unblock() {
+	for _, pl := range s.places {
+		if pl.blocked {
+			s.placeChanged(pl)
+		}
+	}
+}
+
+// A placeHeap is a heap of places, the first by its order at the top
+// (container/heap), which records each place's position in it in a slot
+// of the place (-1: not in it).
+type placeHeap struct {
+	pls   []*place
+	order func(a, b *place) bool
+	slot  func(pl *place) *int
+}
+
+// set puts pl in h, or fixes its position if it is there, when in; else
+// it takes pl out of h, if it is there.
+func (h *placeHeap) set(pl *place, in bool) {
+	switch i := *h.slot(pl); {
+	case in && i < 0:
+		heap.Push(h, pl)
+	case in:
+		heap.Fix(h, i)
+	case i >= 0:
+		heap.Remove(h, i)
+	}
+}
+
+// top returns the first place of h, or nil.
+func (h *placeHeap) top() *place {
+	if len(h.pls) == 0 {
+		return nil
+	}
+	return h.pls[0]
+}
+
+func (h *placeHeap) Len() int           { return len(h.pls) }
+func (h *placeHeap) Less(i, j int) bool { return h.order(h.pls[i], h.pls[j]) }
+
+func (h *placeHeap) Swap(i, j int) {
+	h.pls[i], h.pls[j] = h.pls[j], h.pls[i]
+	*h.slot(h.pls[i]), *h.slot(h.pls[j]) = i, j
+}
+
+func (h *placeHeap) Push(x any) {
+	pl := x.(*place)
+	*h.slot(pl) = len(h.pls)
+	h.pls = append(h.pls, pl)
+}
+
+func (h *placeHeap) Pop() any {
+	n := len(h.pls) - 1
+	pl := h.pls[n]
+	h.pls[n] = nil
+	h.pls = h.pls[:n]
+	*h.slot(pl) = -1
+	return pl
 }
 
 func (pl *place) String() string { return fmt.Sprintf("worker %d (pid %d)", pl.index, pl.pid) }

@@ -52,13 +52,13 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	case m.state != nil && pl.saidBye:
 		// Older than the goodbye's statistics: nothing to take.
 	case m.state != nil:
-		pl.cur = m.state.stats
+		s.setCur(pl, m.state.stats)
 		pl.evicted += uint64(m.state.evicted)
-		pl.setResident(m.state.resident)
+		s.setResident(pl, m.state.resident)
 	case m.bye != nil:
-		pl.cur = m.bye.stats
+		s.setCur(pl, m.bye.stats)
 		pl.peakRSS = max(pl.peakRSS, m.bye.peakRSS)
-		pl.resident = nil
+		s.setResident(pl, nil)
 		pl.saidBye = true
 	case m.died != nil:
 		s.died(pl, m.died, m.lastWords)
@@ -91,13 +91,24 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	}
 	j := p.jobs[rep.id-1]
 	if i := slices.Index(pl.inflight, j); i >= 0 {
+		switch {
+		case i > 0 && revocable(j):
+			pl.revocable--
+		case i == 0 && len(pl.inflight) > 1 && revocable(pl.inflight[1]):
+			pl.revocable-- // the next starts
+		}
 		pl.inflight = slices.Delete(pl.inflight, i, i+1)
-		pl.held.drop(j.keys)
+		pl.countFunc(j.fn, -1)
+		s.dropHeld(pl, j.keys)
 		if i == 0 && len(pl.inflight) > 0 {
 			pl.inflight[0].runSince = now // the next starts
 		}
+		if j.revoking {
+			j.revoking = false
+			s.revoking--
+		}
+		s.placeChanged(pl)
 	}
-	j.revoking = false
 	if rep.outcome == outcomeRevoked {
 		s.revoked(pl, j)
 		return
@@ -117,27 +128,26 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	pl.evicted += uint64(rep.evicted)
 	pl.budgetEvicted += uint64(rep.budgetEvicted)
 	// What the workers held together when the job returned, before its
-	// worker's policy cleared anything.
-	// (From the places' last reports: cacheSum may be older, when this
-	// reply came in a batch after other reports.)
-	held := rep.held
-	for _, o := range s.places {
-		if o != pl {
-			held += o.cur.Bytes
-		}
-	}
-	s.peakSum = max(s.peakSum, held)
-	pl.cur = rep.stats
+	// worker's policy cleared anything: this one's figure, and the other
+	// places' last reports (curSum, not cacheSum, which may be older when
+	// this reply came in a batch after other reports).
+	s.peakSum = max(s.peakSum, rep.held+s.curSum-pl.cur.Bytes)
+	s.setCur(pl, rep.stats)
 	if rep.residentSent {
-		pl.setResident(rep.resident)
+		s.setResident(pl, rep.resident)
 	}
 	if rep.overBudget {
 		p.emit(Event{Kind: BudgetExceeded, JobID: j.id, Func: j.fn.name, Labels: j.labels, Worker: pl.index})
 	}
-	if t, ok := s.fnTime[j.fn]; ok {
-		s.fnTime[j.fn] = t - t/8 + rep.elapsed/8
-	} else {
-		s.fnTime[j.fn] = rep.elapsed
+	t, ok := s.fnTime[j.fn]
+	nt := rep.elapsed
+	if ok {
+		nt = t - t/8 + rep.elapsed/8
+	}
+	s.fnTime[j.fn] = nt
+	if !ok || t >= fastJob && nt < fastJob || t >= aheadJob && nt < aheadJob {
+		// Workers with jobs of fn in flight may take more now (canTakeHow).
+		s.unblock()
 	}
 	if j.Status() != Running {
 		return // ended meanwhile (the pool was stopped)
@@ -215,6 +225,7 @@ func (s *scheduler) shutdown(err error) {
 		}
 		live++
 		pl.stopping = true
+		s.placeChanged(pl)
 		switch {
 		case !pl.ready:
 			pl.l.terminate(0) // it never served: no cache to clear

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/poolrun/poolrun/cachepool"
 )
 
 // The scheduler: it publishes the required set, sends Queued jobs to the
@@ -31,6 +34,12 @@ const crashLoopLimit = 5
 // without waiting for a round trip each, and the worker does not fall
 // idle between them (waking a Go process from idle costs more than the
 // round trip); long jobs go one at a time to whichever worker is free. A
+// worker found unable to take one more job is looked at again once
+// something changes at it (a job sent to it or ended, a cancel, its
+// worker's state), or once a function's average time is first known or
+// falls below fastJob or aheadJob; not as the averages merely drift, which
+// would make every busy worker worth a look after every reply (so a
+// worker at the budget takes one more job after its next reply). A
 // worker that has nothing to do while jobs that need no cache item wait
 // behind others' takes one of them back: the parent revokes the last such
 // job waiting at the busiest worker, which hands it back unless it has
@@ -65,9 +74,33 @@ type scheduler struct {
 	sending []*place
 	overs   []bool
 
+	// places[i] has index i+1: a place is never taken out of places.
 	places    []*place
 	byLink    map[link]*place
 	lastIndex int
+
+	// The places by what their workers may do, as placeChanged keeps them
+	// (places.go), so that a dispatch round, a reply or a check costs time
+	// in proportion to the places that changed, not to all of them.
+	// takers are the places whose worker may take one more job, as far as
+	// the scheduler knows, in the order pick takes them; waiting those that
+	// wait this round (out of takers until the next); donors those with
+	// jobs that rebalance may take back, in the order busiest takes them.
+	// free counts the serving places with no job in flight, busy those
+	// with jobs (checkRunning's), soon those whose worker will take a job
+	// soon (grow's), linked those a worker holds; revoking counts the jobs
+	// in flight with a revoke on its way.
+	takers   placeHeap
+	waiting  []*place
+	donors   placeHeap
+	free     int
+	busy     int
+	soon     int
+	linked   int
+	revoking int
+	// republish lists the places whose held keys changed since collect
+	// last ran (held.changed went from false to true).
+	republish []*place
 
 	fnTime map[*funcEntry]time.Duration // average run time, per function
 	fatal  error
@@ -90,16 +123,26 @@ type scheduler struct {
 	crashLoop                error
 	// lastAwake is when the loop last checked the running jobs.
 	lastAwake time.Time
+	// firstDeadline is no later than the first deadline of the busy
+	// places (deadline), and firstHello no later than the first handshake
+	// due: the checks have nothing to do before them (zero: nothing at
+	// all).
+	firstDeadline, firstHello time.Time
 
 	// Memory over time, from the workers' reports: since acctAt the
 	// workers' caches held cacheSum bytes, staleBytes of them in items no
 	// unfinished job needs; peakSum is the largest cacheSum, staleSeconds
-	// the integral of staleBytes over time.
+	// the integral of staleBytes over time. curSum and staleNow are what
+	// cacheSum and staleBytes are now, kept as the reports and the needed
+	// items change; cached sums, per key, what the workers hold of it.
 	acctAt       time.Time
 	cacheSum     int64
 	staleBytes   int64
 	peakSum      int64
 	staleSeconds float64
+	curSum       int64
+	staleNow     int64
+	cached       map[uint64]cachedItem
 	// noneSince: with RemoteOnly, since when the pool has had jobs left
 	// and no live worker; zero if it has one.
 	noneSince time.Time
@@ -112,21 +155,96 @@ func (s *scheduler) account(now time.Time) {
 		s.staleSeconds += float64(s.staleBytes) * now.Sub(s.acctAt).Seconds()
 	}
 	s.acctAt = now
-	s.cacheSum, s.staleBytes = 0, 0
-	for _, pl := range s.places {
-		s.cacheSum += pl.cur.Bytes
-		for k, b := range pl.resident {
-			if !s.p.refs.has(k) {
-				s.staleBytes += b
-			}
-		}
-	}
+	s.cacheSum, s.staleBytes = s.curSum, s.staleNow
 	s.peakSum = max(s.peakSum, s.cacheSum)
 }
 
+// A cachedItem is what the workers hold of an item, as last reported: the
+// bytes, summed, and the places that hold it.
+type cachedItem struct {
+	bytes  int64
+	places int
+}
+
+// setCur records the cache statistics of pl's worker's last report.
+func (s *scheduler) setCur(pl *place, st cachepool.Stats) {
+	s.curSum += st.Bytes - pl.cur.Bytes
+	pl.cur = st
+}
+
+// setResident records the resident set pl's worker reported (nil: it holds
+// nothing).
+func (s *scheduler) setResident(pl *place, rs []residentItem) {
+	for k, b := range pl.resident {
+		s.uncache(k, b)
+	}
+	clear(pl.resident)
+	if rs == nil {
+		pl.resident = nil
+		return
+	}
+	if pl.resident == nil {
+		pl.resident = make(map[uint64]int64, len(rs))
+	}
+	for _, r := range rs {
+		if b, ok := pl.resident[r.key]; ok {
+			s.uncache(r.key, b)
+		}
+		pl.resident[r.key] = r.bytes
+		s.cache(r.key, r.bytes)
+	}
+}
+
+// cache counts b bytes of item k held by a worker, and uncache takes them
+// off.
+func (s *scheduler) cache(k uint64, b int64) {
+	c := s.cached[k]
+	c.bytes += b
+	c.places++
+	s.cached[k] = c
+	if !s.p.refs.has(k) {
+		s.staleNow += b
+	}
+}
+
+func (s *scheduler) uncache(k uint64, b int64) {
+	c := s.cached[k]
+	c.bytes -= b
+	if c.places--; c.places == 0 {
+		delete(s.cached, k)
+	} else {
+		s.cached[k] = c
+	}
+	if !s.p.refs.has(k) {
+		s.staleNow -= b
+	}
+}
+
+// needed notes that item k became needed by some unfinished job (yes), or
+// needed by none (!yes): the bytes the workers hold of it stop, or start,
+// being stale.
+func (s *scheduler) needed(k uint64, yes bool) {
+	b := s.cached[k].bytes
+	if yes {
+		b = -b
+	}
+	s.staleNow += b
+}
+
 func newScheduler(p *Pool, tr transport, msgs chan msg) *scheduler {
-	return &scheduler{p: p, tr: tr, msgs: msgs, perWorker: p.cfg.evict == EvictStale,
-		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}}
+	s := &scheduler{p: p, tr: tr, msgs: msgs, perWorker: p.cfg.evict == EvictStale,
+		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}, cached: map[uint64]cachedItem{}}
+	// pick's order: the fewest jobs in flight, then the lowest index.
+	s.takers.order = func(a, b *place) bool {
+		return len(a.inflight) < len(b.inflight) || len(a.inflight) == len(b.inflight) && a.index < b.index
+	}
+	s.takers.slot = func(pl *place) *int { return &pl.takerSlot }
+	// busiest's: the most jobs to take back, then the lowest index.
+	s.donors.order = func(a, b *place) bool {
+		return a.revocable > b.revocable || a.revocable == b.revocable && a.index < b.index
+	}
+	s.donors.slot = func(pl *place) *int { return &pl.donorSlot }
+	return s
 }
 
 // start makes the pool's window and starts the schedulers given before
@@ -175,9 +293,15 @@ type publication struct {
 }
 
 // collect chooses the windows whose sets changed and the sets to publish
-// in them.
+// in them: every window when the set they all list changed, else those of
+// the places whose held keys changed (republish), in the places' order.
 func (s *scheduler) collect() {
 	p := s.p
+	pls := s.places
+	if s.perWorker && !p.unsent.changed || !s.perWorker && !p.refs.changed {
+		pls = s.republish
+		slices.SortFunc(pls, func(a, b *place) int { return a.index - b.index })
+	}
 	if !s.perWorker {
 		// The pool-wide set, listed once: in the shared window, and in
 		// the windows of their own that workers which joined by themselves
@@ -192,7 +316,7 @@ func (s *scheduler) collect() {
 		if p.refs.changed {
 			s.pubs = append(s.pubs, publication{w: s.shared, keys: keys()})
 		}
-		for _, pl := range s.places {
+		for _, pl := range pls {
 			if pl.removed || pl.win == s.shared || !(p.refs.changed || pl.held.changed) {
 				continue
 			}
@@ -200,10 +324,11 @@ func (s *scheduler) collect() {
 			pl.held.changed = false
 		}
 		p.refs.changed = false
+		s.republished()
 		return
 	}
 	all := p.unsent.changed
-	for _, pl := range s.places {
+	for _, pl := range pls {
 		if pl.removed || !(all || pl.held.changed) {
 			continue
 		}
@@ -218,6 +343,13 @@ func (s *scheduler) collect() {
 		pl.held.changed = false
 	}
 	p.unsent.changed = false
+	s.republished()
+}
+
+// republished empties republish once collect has looked at its places.
+func (s *scheduler) republished() {
+	clear(s.republish)
+	s.republish = s.republish[:0]
 }
 
 // deliver publishes the sets collect chose, then sends the round's jobs,
