@@ -171,11 +171,12 @@
 // What a pool of many remote workers costs the pool's process: per host,
 // two streams (each a subject and its acks' and probes' subjects) and a
 // few goroutines on the pool's one connection; per worker, a place in the
-// scheduler and a slot in its host's records. The pool's one
-// dispatch loop sends every job and takes every reply, so short jobs on
-// many workers wait for the pool; the batching above keeps its cost per
-// job flat as hosts and workers are added. The figures (no-op jobs/s from
-// 2 to 1,000 workers, the pool's CPU per job and memory per worker, the
+// scheduler and a slot in its host's records. The pool's one dispatch
+// loop sends every job and takes every reply, so short jobs on many
+// workers wait for the pool; its cost per job stays flat as hosts and
+// workers are added (the scheduler keeps its sets of places as they
+// change, and the hosts' streams batch). The figures (no-op jobs/s from 2
+// to 1,000 workers, the pool's CPU per job and memory per worker, the
 // time for a change of the window to reach the workers) are in
 // bench/README.md, with their commands.
 package cluster
