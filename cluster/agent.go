@@ -344,9 +344,6 @@ func (a *agent) fence(on bool) {
 	sig := syscall.SIGCONT
 	if on {
 		sig = syscall.SIGSTOP
-		fmt.Fprintf(a.stderr, "poolrun agent: no word from the pool for %v: its workers here are stopped until it speaks\n", fenceAfter)
-	} else {
-		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
 	}
 	for _, pid := range groups {
 		syscall.Kill(-pid, sig)
@@ -354,6 +351,12 @@ func (a *agent) fence(on bool) {
 	// Found in /proc, which takes a while on a host of many processes:
 	// not under the lock that the relaying takes.
 	signalCommands(sig)
+	// Said once it is done.
+	if on {
+		fmt.Fprintf(a.stderr, "poolrun agent: no word from the pool for %v: its workers here are stopped until it speaks\n", fenceAfter)
+	} else {
+		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
+	}
 }
 
 // serveOne starts a worker process, opens it to the pool, and relays for

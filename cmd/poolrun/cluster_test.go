@@ -152,13 +152,21 @@ func TestPoolStoppedFencesCommands(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(fmt.Sprintf("jobs:\n  - id: long\n    run: sleep %s\n", arg)), 0o644)
 	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
 	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
-	agent, agentOut := startPoolrun(t, dir, nil, "worker", "--join-file", "run.join", "-j", "1")
+	// Read while it runs: a buffer safe for that.
+	agent := exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", "1")
+	agent.Dir = dir
+	var agentOut proctest.Buffer
+	agent.Stdout, agent.Stderr = &agentOut, &agentOut
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
 	sleeps := waitProcs(t, "sleep", arg)
 	pool.Process.Signal(syscall.SIGSTOP)
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(agentOut.String(), "stopped until it speaks"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			pool.Process.Signal(syscall.SIGCONT)
-			t.Fatalf("the agent did not stop its workers 30 s after the pool stopped:\n%s", agentOut)
+			t.Fatalf("the agent did not stop its workers 30 s after the pool stopped:\n%s", agentOut.String())
 		}
 	}
 	for _, pid := range sleeps {
@@ -171,6 +179,6 @@ func TestPoolStoppedFencesCommands(t *testing.T) {
 		t.Errorf("the pool, continued: %v\n%s", err, out)
 	}
 	if err := agent.Wait(); err != nil {
-		t.Errorf("the agent: %v\n%s", err, agentOut)
+		t.Errorf("the agent: %v\n%s", err, agentOut.String())
 	}
 }
