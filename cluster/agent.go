@@ -200,6 +200,7 @@ type agentWorker struct {
 	cancel    context.CancelFunc    // ends the goroutine's serving
 	jobs, ctl *pipe
 	killed    atomic.Bool // by the agent, for the pool
+	refused   atomic.Bool // by the pool, which no longer admits workers
 }
 
 // read reads what the pool sends until the stream ends.
@@ -234,7 +235,12 @@ func (a *agent) read(down io.Reader) {
 			w.ctl.write(payload)
 		case recClose:
 			w.jobs.end(io.EOF)
-			if len(payload) == 1 && payload[0] == 1 {
+			switch {
+			case len(payload) != 1:
+			case payload[0] == closeKill:
+				w.kill()
+			case payload[0] == closeRefused:
+				w.refused.Store(true)
 				w.kill()
 			}
 		case recWin:
@@ -418,6 +424,10 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 	a.mu.Unlock()
 	w.jobs.Close()
 	w.ctl.Close()
+	if w.refused.Load() {
+		// The pool has stopped admitting workers: its run is over.
+		return true, nil
+	}
 	if err != nil && w.killed.Load() {
 		err = &killedWorker{err}
 	}
@@ -480,6 +490,9 @@ func (a *agent) serveGoroutine(ctx context.Context) (stopped bool, err error) {
 	a.mu.Unlock()
 	w.jobs.Close()
 	w.ctl.Close()
+	if w.refused.Load() {
+		return true, nil // the pool has stopped admitting workers
+	}
 	if err == nil && wctx.Err() != nil && ctx.Err() == nil {
 		err = &killedWorker{errors.New("it left the pool")}
 	}

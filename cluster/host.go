@@ -26,13 +26,22 @@ import (
 const (
 	recJobs  byte = 1 + iota // down: bytes of the worker's jobs stream
 	recCtl                   // down: bytes of the worker's control stream
-	recClose                 // down: the pool left the worker; payload: 1 to kill it at once
+	recClose                 // down: the pool left the worker; payload: closeLeave, closeKill or closeRefused
 	recWin                   // down: the worker's set (encodePart)
 	recGone                  // down: the pool gave the host up; payload: why
 	recOpen                  // up: a worker started; payload: its pid (uvarint)
 	recReply                 // up: bytes of the worker's replies stream
 	recEnd                   // up: the worker ended; payload: why, "" for a clean exit
 	recPing                  // either way: the sender lives
+)
+
+// What a recClose says: the worker's jobs end, and it goes; or it is
+// killed at once; or the pool, which no longer runs, did not admit it
+// (the agent starts no other in its place).
+const (
+	closeLeave byte = iota
+	closeKill
+	closeRefused
 )
 
 // maxRecord bounds a record's payload: a frame of the largest value

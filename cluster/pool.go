@@ -367,13 +367,13 @@ func (h *remoteHost) open(slot uint64) {
 		Replies: s.replies,
 		Window:  s.win,
 		Host:    h.name,
-		Kill:    func() { h.down.put(recClose, slot, []byte{1}) },
+		Kill:    func() { h.down.put(recClose, slot, []byte{closeKill}) },
 	})
 	if err != nil {
 		h.mu.Lock()
 		delete(h.slots, slot)
 		h.mu.Unlock()
-		h.down.put(recClose, slot, []byte{1})
+		h.down.put(recClose, slot, []byte{closeRefused})
 	}
 }
 
@@ -469,7 +469,7 @@ func (w *slotWriter) Write(p []byte) (int, error) {
 // worker: the worker's jobs end, and it goes.
 func (w *slotWriter) Close() error {
 	if w.kind == recJobs {
-		w.h.down.put(recClose, w.slot, []byte{0})
+		w.h.down.put(recClose, w.slot, []byte{closeLeave})
 	}
 	return nil
 }
