@@ -172,14 +172,16 @@ package engine
 // jobs print).
 //
 // The scheduler: graph.go (the job graph and the per-key reference
-// counts), queue.go (the ready queue), scheduler.go (its loop; collecting
-// and delivering the windows' sets and the round's jobs), dispatch.go
-// (which worker takes a Queued job; rebalancing by revokes), affinity.go
-// (which ready job a free worker takes; eviction order under a budget),
-// replies.go (what workers say; the end of a run), health.go (timeouts,
-// cancels, silence, deaths, the crash loop), places.go (worker places,
-// starts and handshakes; the sets of places the scheduler keeps up to
-// date, so that its work follows what changed).
+// counts), queue.go (the ready queue), scheduler.go (its state and
+// loop), rounds.go (collecting and delivering the windows' sets and the
+// round's jobs), dispatch.go (which worker takes a Queued job;
+// rebalancing by revokes), affinity.go (which ready job a free worker
+// takes; eviction order under a budget), replies.go (what workers say;
+// the end of a run), health.go (timeouts, cancels, silence, deaths, the
+// crash loop), places.go (worker places, starts and handshakes),
+// placesets.go (the sets of places the scheduler keeps up to date, so
+// that its work follows what changed), cachebytes.go (the figures of
+// cached and stale bytes).
 //
 // The seam: transport.go (the transport and link interfaces, the messages),
 // window.go (the window interfaces and the shared-memory window). The links:
