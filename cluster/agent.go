@@ -134,7 +134,7 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 					cancel()
 					return
 				}
-				if err != nil && !a.killed(err) {
+				if err != nil && !killedForPool(err) {
 					fmt.Fprintf(a.stderr, "poolrun agent: worker %d: %v; starting another\n", i+1, err)
 				}
 			}
@@ -288,8 +288,9 @@ func (w *agentWorker) kill() {
 	w.wp.Terminate(0)
 }
 
-// killed reports whether err is the end of a worker the agent killed.
-func (a *agent) killed(err error) bool {
+// killedForPool reports whether err is the end of a worker the agent
+// killed for the pool.
+func killedForPool(err error) bool {
 	var k *killedWorker
 	return errors.As(err, &k)
 }

@@ -59,11 +59,7 @@ func TestAgents(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	if clients != 3 {
 		t.Errorf("%d clients of the server with four workers on two agents, want 3", clients)
 	}
@@ -182,11 +178,7 @@ func TestAgentKills(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	st := p.Stats()
 	t.Logf("%d places; the run went on %v after the agent's kill", len(st.Workers), time.Since(killedAt).Round(time.Millisecond))
 	if len(st.Workers) < 5 {
@@ -244,11 +236,7 @@ func TestAgentLeaves(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	// A worker's goodbye brings its peak memory: every worker said it,
 	// those that left as those that the pool stopped.
 	for _, w := range p.Stats().Workers {
@@ -346,11 +334,7 @@ func TestAgentInProcess(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	for _, j := range pids {
 		if v, err := j.Result(); err != nil || v != agents[0].Process.Pid {
 			t.Errorf("a job ran in process %d (%v), want the agent's, %d", v, err, agents[0].Process.Pid)

@@ -67,11 +67,7 @@ func TestJoinIDInjection(t *testing.T) {
 	if len(answers) != 5 {
 		t.Errorf("%d answers, want 5", len(answers))
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	if n := len(p.Stats().Workers); n != 2 {
 		t.Errorf("%d workers in the pool, want the agent's 2", n)
 	}

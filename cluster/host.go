@@ -124,32 +124,26 @@ func newSender(w *streamWriter) *sender {
 // put queues a record; it never waits for the network, unless the
 // payload is large (it is then written through, in order, without a copy).
 func (s *sender) put(kind byte, slot uint64, payload []byte) error {
-	if len(payload) >= largeRecord {
-		return s.putLarge(kind, slot, payload)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return s.closedErr()
-	}
-	s.pending = appendRecord(s.pending, kind, slot, payload)
-	s.cond.Signal()
-	return nil
+	return s.queue(kind, slot, payload, false)
 }
 
 // maxSenderPending is how many bytes of records putData lets wait.
 const maxSenderPending = 4 << 20
 
-// putData queues a record of a worker's stream, waiting while the records
-// that wait are maxSenderPending or more: a worker that writes faster than the
-// network carries waits, as over a pipe.
+// putData queues a record of a worker's stream, as put does, but waits
+// while the records that wait are maxSenderPending or more: a worker that
+// writes faster than the network carries waits, as over a pipe.
 func (s *sender) putData(kind byte, slot uint64, payload []byte) error {
+	return s.queue(kind, slot, payload, true)
+}
+
+func (s *sender) queue(kind byte, slot uint64, payload []byte, wait bool) error {
 	if len(payload) >= largeRecord {
 		return s.putLarge(kind, slot, payload)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.pending) >= maxSenderPending && !s.closed {
+	for wait && len(s.pending) >= maxSenderPending && !s.closed {
 		s.room.Wait()
 	}
 	if s.closed {
@@ -297,17 +291,26 @@ func (p *pipe) end(err error) {
 	}
 }
 
-func (p *pipe) Read(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// wait waits, with p.mu held, until the pipe has something to read, or
+// the error that ends it.
+func (p *pipe) wait() error {
 	for len(p.bufs) == 0 && p.err == nil && !p.closed {
 		p.cond.Wait()
 	}
-	if p.closed {
-		return 0, io.ErrClosedPipe
+	switch {
+	case p.closed:
+		return io.ErrClosedPipe
+	case len(p.bufs) == 0:
+		return p.err
 	}
-	if len(p.bufs) == 0 {
-		return 0, p.err
+	return nil
+}
+
+func (p *pipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.wait(); err != nil {
+		return 0, err
 	}
 	n := copy(b, p.bufs[0])
 	if n == len(p.bufs[0]) {
@@ -333,14 +336,8 @@ func (p *pipe) Close() error {
 func (p *pipe) next() ([][]byte, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for len(p.bufs) == 0 && p.err == nil && !p.closed {
-		p.cond.Wait()
-	}
-	if p.closed {
-		return nil, io.ErrClosedPipe
-	}
-	if len(p.bufs) == 0 {
-		return nil, p.err
+	if err := p.wait(); err != nil {
+		return nil, err
 	}
 	bufs := p.bufs
 	p.bufs = nil

@@ -99,11 +99,7 @@ func TestWorkerSIGTERM(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the worker stopped with SIGTERM had not exited 20 s after the pool's end")
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	_, err = long.Result()
 	t.Logf("the job it ran: %v, %v", long.Status(), err)
 	if long.Status() != engine.Aborted || len(long.Attempts()) != 1 || !errors.Is(err, engine.ErrWorkerDied) || !strings.Contains(err.Error(), "left the pool") {

@@ -200,11 +200,7 @@ func testClusterPool(t *testing.T, addr string) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	st := p.Stats()
 	remote := 0
 	for _, w := range st.Workers[1:] {
@@ -329,11 +325,7 @@ func TestRemoteWorkerKilled(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	a := kill.Attempts()
 	t.Logf("the killing job: %d attempts %+v; the pool took %v", len(a), a, time.Since(start))
 	if len(a) != 2 || a[0].Status != engine.Aborted || !errors.Is(a[0].Err, engine.ErrWorkerDied) || a[1].Status != engine.Succeeded {
@@ -480,6 +472,17 @@ func TestLargeValues(t *testing.T) {
 	for i, c := range b {
 		if c != byte(i%251) {
 			t.Fatalf("byte %d is %d", i, c)
+		}
+	}
+}
+
+// squaresRight fails t unless every job of jobs, queued with argument i
+// (its index) to a function that squares it, returned i*i.
+func squaresRight(t *testing.T, jobs []*engine.Job[int]) {
+	t.Helper()
+	for i, job := range jobs {
+		if v, err := job.Result(); err != nil || v != i*i {
+			t.Fatalf("job %d: %d, %v", i, v, err)
 		}
 	}
 }

@@ -117,11 +117,7 @@ func TestClusterOwnCert(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for i, job := range jobs {
-		if v, err := job.Result(); err != nil || v != i*i {
-			t.Fatalf("job %d: %d, %v", i, v, err)
-		}
-	}
+	squaresRight(t, jobs)
 	host, _ := os.Hostname()
 	st := p.Stats()
 	if len(st.Workers) != 1 || st.Workers[0].Jobs != len(jobs) || st.Workers[0].Host != host {

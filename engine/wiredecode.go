@@ -289,7 +289,7 @@ func (fr *frameReader) next() (byte, *dec, error) {
 		step := min(int(n)-len(buf), growStep)
 		if cap(buf)-len(buf) < step {
 			// Double: a frame of n bytes costs at most 2n of
-			// allocations, where growing by steps cost some 5n.
+			// allocations, where growing by steps cost several n.
 			buf = slices.Grow(buf, min(int(n), max(2*cap(buf), len(buf)+step))-len(buf))
 		}
 		m, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+step])

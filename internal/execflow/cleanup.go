@@ -56,9 +56,9 @@ func ScratchCleanup(opts Options) engine.Option {
 		// What its commands started and left running ends with it. The
 		// worker was reaped before the event: a process that has its pid
 		// now is another, whose tag is not the dead worker's.
-		dead, successor := strconv.Itoa(e.PID)+".", tagOf(e.PID)
+		dead, successor := strconv.Itoa(e.PID)+".", spawn.Tag(e.PID)
 		spawn.SignalTagged(func(entry string) bool {
-			return marked(entry, func(pool, worker string) bool {
+			return spawn.Marked(entry, func(pool, worker string) bool {
 				return pool == selfTag() && strings.HasPrefix(worker, dead) && worker != successor
 			})
 		}, syscall.SIGKILL)

@@ -171,7 +171,7 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 	}
 	// The pool's process died: what its commands left running ends, then
 	// its scratch folders go.
-	ours := ownedByPool(tag)
+	ours := spawn.OwnedByPool(tag)
 	for range janitorRounds {
 		if spawn.SignalTagged(ours, syscall.SIGKILL) == 0 {
 			break

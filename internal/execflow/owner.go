@@ -34,16 +34,13 @@ const OwnerEnv = spawn.OwnerEnv
 var owner = sync.OnceValue(func() string {
 	pool := selfTag()
 	if !inPoolProcess() {
-		pool = tagOf(os.Getppid()) // a worker process, which its pool started
+		pool = spawn.Tag(os.Getppid()) // a worker process, which its pool started
 	}
 	return pool + ":" + selfTag()
 })
 
 // selfTag is this process's tag in OwnerEnv.
-var selfTag = sync.OnceValue(func() string { return tagOf(os.Getpid()) })
-
-// tagOf returns the tag of process pid in OwnerEnv.
-func tagOf(pid int) string { return spawn.Tag(pid) }
+var selfTag = sync.OnceValue(func() string { return spawn.Tag(os.Getpid()) })
 
 // tagPID returns the pid of tag, and whether tag is well formed.
 func tagPID(tag string) (int, bool) {
@@ -61,14 +58,3 @@ func ownerEntry(outer string) string {
 	}
 	return OwnerEnv + "=" + owner()
 }
-
-// marked reports whether entry, of a process's environment, is an
-// OwnerEnv entry with a pair whose tags match accepts.
-func marked(entry string, match func(pool, worker string) bool) bool {
-	return spawn.Marked(entry, match)
-}
-
-// ownedByPool returns the match, for spawn.SignalTagged, of the processes of
-// the pool whose process's tag is pool: its commands and what they
-// started, an inner run's included.
-func ownedByPool(pool string) func(entry string) bool { return spawn.OwnedByPool(pool) }

@@ -60,7 +60,7 @@ func (g *groups) list() []int {
 func Suspend(p *engine.Pool) (resume func()) {
 	stopped := workPIDs(p)
 	local := running.list()
-	mine := ownedByPool(selfTag())
+	mine := spawn.OwnedByPool(selfTag())
 	// Twice: a process that forked while the others were being stopped
 	// is found the second time.
 	for range 2 {
