@@ -86,6 +86,7 @@ func clusterShape(w int) (agents, perAgent int) {
 // clusterRun is what runCluster measured.
 type clusterRun struct {
 	d       time.Duration // see runGated
+	last    time.Duration // from the gate to the last job's end
 	clients int           // of the pool's server, once every worker is in
 	msgs    int64         // messages the server took over d
 	cpu     time.Duration // the pool's process's CPU time over d
@@ -130,12 +131,13 @@ func runCluster(b *testing.B, w, n, perAgent int, goroutines bool) clusterRun {
 	var r clusterRun
 	var cpu0 time.Duration
 	var heap0, msgs0 int64
-	r.d = runGatedHook(b, p, w, n, func() { heap0 = liveHeap() }, func() {
+	g := runGatedHook(b, p, w, n, func() { heap0 = liveHeap() }, func() {
 		r.clients = l.Clients()
 		r.heap = liveHeap() - heap0
 		cpu0 = processCPU()
 		msgs0 = l.Messages()
 	})
+	r.d, r.last = g.end, g.last
 	r.cpu = processCPU() - cpu0
 	r.msgs = l.Messages() - msgs0
 	for i, cmd := range cmds {
@@ -171,17 +173,22 @@ func processCPU() time.Duration {
 // runGated runs n no-op jobs on p, behind a gate: the jobs depend on one
 // job per worker that reads a byte from a named pipe, into which the gate
 // writes w bytes once p has w workers (no worker polls anything
-// meanwhile). It returns the time from the gate's opening to
-// Run's return: the pool at work with all its workers, their starts and
+// meanwhile). It returns the time from the gate's opening to Run's
+// return: the pool at work with all its workers, their starts and
 // handshakes left out, their stops not. It checks that the workers
 // together ran every job.
 func runGated(b *testing.B, p *engine.Pool, w, n int) time.Duration {
-	return runGatedHook(b, p, w, n, nil, nil)
+	return runGatedHook(b, p, w, n, nil, nil).end
 }
 
+// gated is what runGatedHook measured from the gate's opening: to the end
+// of the last of the n jobs, and to Run's return (the workers stopped).
+type gated struct{ last, end time.Duration }
+
 // runGatedHook is runGated, calling queued (if not nil) once the jobs are
-// queued, before Run, and atGate (if not nil) as the gate opens.
-func runGatedHook(b *testing.B, p *engine.Pool, w, n int, queued, atGate func()) time.Duration {
+// queued, before Run, and atGate (if not nil) as the gate opens; it also
+// says when the last job ended.
+func runGatedHook(b *testing.B, p *engine.Pool, w, n int, queued, atGate func()) gated {
 	gatePath := filepath.Join(b.TempDir(), "gate")
 	if err := syscall.Mkfifo(gatePath, 0o600); err != nil {
 		b.Fatal(err)
@@ -196,8 +203,9 @@ func runGatedHook(b *testing.B, p *engine.Pool, w, n int, queued, atGate func())
 	// all: with each job after every gate, a pool of 1,000 workers would
 	// hold a thousand edges a job, which its collector would scan.
 	barrier := engine.Queue(p, noop, -1, engine.After(gates...))
+	jobs := make([]*engine.Job[int], n)
 	for i := range n {
-		engine.Queue(p, noop, i, engine.After(barrier))
+		jobs[i] = engine.Queue(p, noop, i, engine.After(barrier))
 	}
 	if queued != nil {
 		queued()
@@ -249,7 +257,13 @@ func runGatedHook(b *testing.B, p *engine.Pool, w, n int, queued, atGate func())
 	if ran != n+w+1 {
 		b.Fatalf("the workers ran %d jobs of %d", ran, n+w+1)
 	}
-	return end.Sub(start)
+	var last time.Time
+	for _, j := range jobs {
+		if _, _, ended := j.Times(); ended.After(last) {
+			last = ended
+		}
+	}
+	return gated{last: last.Sub(start), end: end.Sub(start)}
 }
 
 // BenchmarkClusterDispatch runs b.N no-op jobs, queued before the pool
@@ -276,7 +290,11 @@ func BenchmarkClusterDispatch(b *testing.B) {
 // (sizes.clusterWorkers) behind host agents (clusterShape), over loopback,
 // on this one machine: worker processes (workers-are=processes), and
 // goroutines of the agents (workers-are=goroutines, cluster.InProcess),
-// in turn. It reports: jobs/s; the clients of the pool's server once every
+// in turn. It reports: jobs/s, from the gate's opening to the last job's
+// end, and the stop that follows apart (stop-ms: from the last job's end
+// to Run's return, every worker told to stop and its goodbye heard, a
+// fixed cost that would otherwise weigh on the rate of short runs of many
+// workers); the clients of the pool's server once every
 // worker is in (one per agent, and the pool's); the pool's CPU time per
 // job (pool-cpu-µs/job); the pool's live heap per worker with every
 // worker in (pool-KiB/worker); and the messages the server took per job,
@@ -291,7 +309,8 @@ func BenchmarkClusterWorkers(b *testing.B) {
 			b.Run(fmt.Sprintf("workers=%d/agents=%d/workers-are=%s", w, agents, mode), func(b *testing.B) {
 				n := max(b.N, w)
 				r := runCluster(b, w, n, perAgent, mode == "goroutines")
-				b.ReportMetric(float64(n)/r.d.Seconds(), "jobs/s")
+				b.ReportMetric(float64(n)/r.last.Seconds(), "jobs/s")
+				b.ReportMetric(float64((r.d-r.last).Microseconds())/1000, "stop-ms")
 				b.ReportMetric(float64(r.clients), "clients")
 				b.ReportMetric(float64(r.cpu.Microseconds())/float64(n), "pool-cpu-µs/job")
 				b.ReportMetric(float64(r.heap)/1024/float64(w), "pool-KiB/worker")
