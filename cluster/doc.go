@@ -139,7 +139,10 @@
 // Values: a job's argument and its result cross whatever their size up to
 // the pool's engine.MaxValueSize (64 MiB by default, up to 1023 MiB); a
 // larger value fails its job with an error wrapping engine.ErrTooLarge
-// that gives both sizes, and the pool goes on.
+// that gives both sizes, and the pool goes on. The pool's process holds
+// such a value about four times while its job runs (see
+// engine.MaxValueSize), not more for crossing hosts: a frame comes in as
+// it arrives, never whole in the server or the client at once.
 //
 // A frame larger than 1 MiB travels in messages of 1 MiB (the server
 // allows 8 MiB), with flow control: the reader of a stream says how far it

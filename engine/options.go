@@ -225,6 +225,13 @@ const maxValueLimit = maxFrame - 1<<20
 // when it returns, with an error wrapping [ErrTooLarge] that gives both
 // sizes; the pool goes on. n must be from 1 byte to 1023 MiB, else
 // MaxValueSize panics.
+//
+// Memory: the pool keeps a job's encoded argument until the job has
+// ended (a retry sends it again), copies it into the frame that carries
+// it, and holds the reply's frame while it decodes the result. While a
+// job with a large argument and a result of the same size runs, the
+// pool's process so holds some four times the value, the caller's own
+// included; reckon with that when raising the limit.
 func MaxValueSize(n int) Option {
 	if n < 1 || n > maxValueLimit {
 		panic(fmt.Sprintf("engine: MaxValueSize(%d): want 1 to %d bytes", n, maxValueLimit))
