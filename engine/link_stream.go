@@ -16,9 +16,14 @@ import (
 // hands it to [Pool.Admit]: the streams of the pipe protocol, and the
 // window it reads.
 type RemoteWorker struct {
-	Jobs    io.WriteCloser // frames to the worker
-	Control io.WriteCloser // cancels and revokes to the worker
-	Replies io.ReadCloser  // frames from the worker
+	Jobs io.WriteCloser // frames to the worker
+	// Control carries cancels and revokes to the worker: frames of a few
+	// bytes, which the pool writes from its scheduler, holding its lock.
+	// Its Write must not wait for the worker or the network (queue the
+	// frame, as a pipe's buffer does); a write that fails is dropped, as
+	// the worker's end shows on Replies.
+	Control io.WriteCloser
+	Replies io.ReadCloser // frames from the worker
 	Window  WindowPublisher
 	// Host is the name of the worker's host, as the worker said it, for
 	// the pool's figures ([WorkerStats.Host]); "" is unknown.
