@@ -197,7 +197,7 @@ jobs:
   - id: b
     run: x
     after: [a]
-`, want: `wf.yaml:2: dependency cycle: a -> b -> a`},
+`, want: `wf.yaml:2: dependency cycle: a -> b (wf.yaml:5) -> a`},
 		{name: "self cycle", in: `
 jobs:
   - id: a
@@ -220,7 +220,7 @@ jobs:
   - id: e
     run: x
     after: [d]
-`, want: `wf.yaml:5: dependency cycle: c -> e -> d -> c`},
+`, want: `wf.yaml:5: dependency cycle: c -> e (wf.yaml:11) -> d (wf.yaml:8) -> c`},
 		{name: "cycle through a glob", in: `
 jobs:
   - id: step-${i}
@@ -232,7 +232,7 @@ jobs:
   - id: step-0
     run: x
     after: [merge]
-`, want: `wf.yaml:5: dependency cycle: merge -> step-0 -> merge`},
+`, want: `wf.yaml:5: dependency cycle: merge -> step-0 (wf.yaml:8) -> merge`},
 
 		// Timeouts.
 		{name: "timeout without a unit", in: `

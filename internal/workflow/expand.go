@@ -84,7 +84,7 @@ func (p *parser) expand(entries []*entry) []*job {
 				if isPattern(o.s) {
 					continue
 				}
-				key := filepath.Clean(o.s)
+				key := p.pathKey(o.s)
 				if other := outputs[key]; other != nil {
 					p.fail(o.line, "%s: output %q is also an output of job %q (line %d)", name, o.s, other.ID, other.Line)
 					continue
