@@ -33,6 +33,11 @@ func TestForceArgs(t *testing.T) {
 		{"joined value", []string{"-j2", "--force", "c", "wf.yaml"}, []string{"-j2", "--force=c", "wf.yaml"}},
 		{"after --", []string{"--force", "a", "--", "wf.yaml"}, []string{"--force=a", "--", "wf.yaml"}},
 		{"given with =", []string{"--force=a", "wf.yaml"}, []string{"--force=a", "wf.yaml"}},
+		{"bare before the file and a target", []string{"--force", "wf.yaml", "report"}, []string{"--force", "wf.yaml", "report"}},
+		{"bare before the file and a target, .yml", []string{"--force", "wf.yml", "report"}, []string{"--force", "wf.yml", "report"}},
+		{"pattern before the file and a target", []string{"--force", "a-*", "wf.yaml", "report"}, []string{"--force=a-*", "wf.yaml", "report"}},
+		{"pattern after the file and a target", []string{"wf.yaml", "report", "--force", "a-*"}, []string{"wf.yaml", "report", "--force=a-*"}},
+		{"a job named like a file after the file", []string{"wf.yaml", "--force", "x.yaml"}, []string{"wf.yaml", "--force=x.yaml"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var f poolFlags

@@ -182,8 +182,10 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var f poolFlags
 	var sf stdioFlags
 	var inc incrementalFlags
+	var wff workflowFlags
 	fs := newFlagSet("run", runUsage, workflowFields+"\n"+runDetails)
 	inc.register(fs)
+	wff.register(fs)
 	f.register(fs)
 	sf.register(fs)
 	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
@@ -192,8 +194,8 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError(fs, fmt.Sprintf("want one workflow file, got %d arguments", fs.NArg()))
+	if fs.NArg() == 0 {
+		return usageError(fs, "want a workflow file, and targets if any")
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -201,9 +203,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := inc.check(); err != nil {
 		return err
 	}
-	wf, err := workflow.Load(fs.Arg(0))
+	if err := wff.enter(); err != nil {
+		return err
+	}
+	wf, others, err := wff.load(fs.Arg(0), fs.Args()[1:])
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	if !inc.dryRun && !inc.dag {
 		// One run of a workflow at a time: two would share its state file
@@ -214,7 +219,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer lock.Unlock()
 	}
-	plan, err := inc.plan(wf)
+	plan, err := inc.plan(wf, others)
 	if err != nil {
 		return err
 	}
@@ -231,6 +236,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var opts execflow.Options
 	opts.Plan = plan
+	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
@@ -258,7 +264,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// wait for the commands in the network poller (no worker process
 	// relays them).
 	s.inProcess = true
-	if err := s.listen(sharedFolders(wf.File)...); err != nil {
+	if err := s.listen(sharedFolders(wf)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
@@ -365,9 +371,10 @@ func lockWorkflow(ctx context.Context, wf *workflow.Workflow, wait bool, stderr 
 // args returns args, for fs, with each --force that is followed by its
 // pattern (--force JOB-GLOB) written --force=JOB-GLOB; a --force without
 // one means every job (pflag's NoOptDefVal). The argument after --force
-// is its pattern when it does not start with '-', unless it is needed as
-// the workflow file: when no other argument is left for that, the last
-// such argument is the file.
+// is its pattern when it does not start with '-', unless it is the
+// workflow file: when it comes before any other argument and its name
+// ends in .yaml or .yml (the targets follow the file), or when no other
+// argument is left for the file, the last such argument.
 func (f *incrementalFlags) args(fs *pflag.FlagSet, args []string) []string {
 	var files, patterns []int // the indexes of arguments, and of those after a bare --force
 scan:
@@ -382,7 +389,7 @@ scan:
 		case a == "-" || !strings.HasPrefix(a, "-"):
 			files = append(files, i)
 		case a == "--force":
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && (len(files) > 0 || !workflowName(args[i+1])) {
 				patterns = append(patterns, i+1)
 				i++
 			}
@@ -413,6 +420,12 @@ scan:
 	return out
 }
 
+// workflowName reports whether the argument a names a workflow file
+// rather than a job: its name ends in .yaml or .yml.
+func workflowName(a string) bool {
+	return strings.HasSuffix(a, ".yaml") || strings.HasSuffix(a, ".yml")
+}
+
 // check refuses -n with --dag.
 func (f *incrementalFlags) check() error {
 	if f.dryRun && f.dag {
@@ -422,9 +435,10 @@ func (f *incrementalFlags) check() error {
 }
 
 // plan decides which jobs of wf a run runs: every --force pattern must be
-// valid and match some job.
-func (f *incrementalFlags) plan(wf *workflow.Workflow) (*execflow.Plan, error) {
-	var opts execflow.PlanOptions
+// valid and match some job. others are the ids of the jobs of the file
+// that a run of targets leaves out (execflow.PlanOptions.Others).
+func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (*execflow.Plan, error) {
+	opts := execflow.PlanOptions{Others: others}
 	for _, pattern := range f.force {
 		jobs, err := wf.Match(pattern)
 		if err != nil {
@@ -571,15 +585,16 @@ func unjoin(err error) []error {
 }
 
 // sharedFolders are the folders of a run that remote workers write in,
-// absolute: the workflow file's folder (outputs: are relative to it) and,
-// where it differs, the current folder (where the commands run).
-func sharedFolders(wfFile string) []string {
+// absolute: the workflow's working folder (where the commands run, and
+// against which inputs: and outputs: are read) and, where it differs, the
+// workflow file's folder (where the state file is).
+func sharedFolders(wf *workflow.Workflow) []string {
 	var dirs []string
-	if d, err := filepath.Abs(filepath.Dir(wfFile)); err == nil {
-		dirs = append(dirs, d)
+	if wf.Dir != "" {
+		dirs = append(dirs, wf.Dir)
 	}
-	if wd, err := os.Getwd(); err == nil && (len(dirs) == 0 || wd != dirs[0]) {
-		dirs = append(dirs, wd)
+	if d, err := filepath.Abs(filepath.Dir(wf.File)); err == nil && (len(dirs) == 0 || d != dirs[0]) {
+		dirs = append(dirs, d)
 	}
 	return dirs
 }

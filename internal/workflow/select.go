@@ -34,10 +34,10 @@ func (w *Workflow) Select(targets []string) (*Workflow, error) {
 		jobs, err := w.Match(t)
 		switch {
 		case err != nil:
-			bad = append(bad, fmt.Sprintf("target %q is not a valid pattern", t))
+			bad = append(bad, fmt.Sprintf("%v %q: not a valid pattern", ErrUnknownTarget, t))
 			continue
 		case len(jobs) == 0:
-			msg := fmt.Sprintf("target %q: no job of %s", t, w.File)
+			msg := fmt.Sprintf("%v %q: no job of %s", ErrUnknownTarget, t, w.File)
 			if isPattern(t) {
 				msg += " matches it"
 			} else {
@@ -57,7 +57,7 @@ func (w *Workflow) Select(targets []string) (*Workflow, error) {
 		}
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTarget, strings.Join(bad, "; "))
+		return nil, &targetError{strings.Join(bad, "\n")}
 	}
 	for len(stack) > 0 {
 		j := stack[len(stack)-1]
@@ -142,3 +142,10 @@ func editDistance(a, b string, limit int) int {
 	}
 	return prev[len(b)]
 }
+
+// targetError is the error of Select: one line per unknown target.
+type targetError struct{ msg string }
+
+func (e *targetError) Error() string { return e.msg }
+
+func (e *targetError) Unwrap() error { return ErrUnknownTarget }

@@ -66,7 +66,7 @@ func (p *parser) readVars(f *field, data []byte) {
 			p.failArg("--set %s: not a valid variable name: start with a-z, then use a-z, 0-9 and _", name)
 			continue
 		case !declared && !bytes.Contains(data, []byte("${"+name+"}")) && !bytes.Contains(data, []byte("${"+name+".")):
-			p.failArg("--set %s: the workflow has no variable %s: it is neither in vars: nor used as ${%s}", name, name, name)
+			p.failArg("--set %s: the workflow has no variable %s: it is neither in vars: nor used as ${%s}%s", name, name, name, p.globalsDefined())
 			continue
 		}
 		p.globals[name] = p.set[name]
