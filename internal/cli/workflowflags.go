@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,7 +21,7 @@ type workflowFlags struct {
 
 func (f *workflowFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.chdir, "directory", "C", "", "change to `DIR` before reading the workflow file, as make -C does (every relative path is then relative to DIR)")
-	fs.Var(&f.set, "set", "give the workflow's variable NAME the value VALUE, over the file's vars: (`NAME=VALUE`, repeatable)")
+	fs.Var(&f.set, "set", "set a variable of the workflow, over its vars: entry (`NAME=VALUE`; repeatable)")
 }
 
 // enter changes to the folder of -C, if any. It must be called before
@@ -56,7 +57,11 @@ func (f *workflowFlags) load(path string, targets []string) (*workflow.Workflow,
 	}
 	sel, err := wf.Select(targets)
 	if err != nil {
-		return nil, nil, badInputf("poolrun run: %s", indent(err.Error()))
+		msg := indent(err.Error())
+		if slices.ContainsFunc(targets, workflowName) {
+			msg += "\n    (one workflow file at a time: the arguments after it are targets)"
+		}
+		return nil, nil, badInputf("poolrun run: %s", msg)
 	}
 	in := make(map[string]bool, len(sel.Jobs))
 	for _, j := range sel.Jobs {

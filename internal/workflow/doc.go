@@ -262,7 +262,8 @@
 // of [Options.Set] that is not a valid name, or that the file neither
 // declares nor uses (these have no line: FILE: --set NAME: ...); a foreach
 // variable with the name of one of vars or --set; a workdir that is not
-// an existing folder; a foreach glob that matches no file; an item without run; bad ids or item names; two
+// an existing folder; a foreach glob that matches no file; an item
+// without run; bad ids or item names; two
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
 // none; needs naming an unknown item; a malformed pattern in inputs or
