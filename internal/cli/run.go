@@ -489,6 +489,9 @@ func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (
 			return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
 		}
 		if len(jobs) == 0 {
+			if others != nil {
+				return nil, badInputf("poolrun run: --force %s: no job that the targets need matches it", pattern)
+			}
 			return nil, badInputf("poolrun run: --force %s: no job of %s matches it", pattern, wf.File)
 		}
 		if opts.Force == nil {
