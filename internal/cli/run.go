@@ -161,8 +161,8 @@ refuses, naming the first one's pid, or with --wait waits for it to end.
 The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
-commands too, in the same working folder, beside the workflow file's
-folder (the state file's): both must be on storage that every host sees, at
+commands too, in the same working folder, where their outputs land: it
+and the workflow file's folder must be on storage that every host sees, at
 the same path, and a worker that cannot write in them is refused when it
 joins. Items stay in each worker's scratch folder, on its own host.
 -n (--dry-run) prints, in order, each job with "run" or "skip" and why, and

@@ -326,9 +326,9 @@ func lookup(vars map[string]string, ref string) (string, bool) {
 // ${name.stem}, ${name.name} and ${name.dir} by that part of it.
 //
 // In a run command (shell is true), only ${name} with a valid variable
-// name (and ${name.stem} and the like) is a reference; every other use of $ is left for the shell, except
-// that $${ becomes ${. Elsewhere, every ${...} is a reference. An unknown or
-// unclosed reference is an error.
+// name (and ${name.stem} and the like) is a reference; every other use of
+// $ is left for the shell, except that $${ becomes ${. Elsewhere, every
+// ${...} is a reference. An unknown or unclosed reference is an error.
 func substitute(s string, vars map[string]string, shell bool) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
