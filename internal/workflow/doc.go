@@ -110,6 +110,7 @@
 // (data/a.csv), in lexical order. It is read when the workflow is read,
 // before anything runs: it finds the files that exist then, not those
 // that the jobs will make. A glob that matches nothing is an error.
+// Quote it, as in the example below: YAML reads *name as an alias.
 //
 //	jobs:
 //	  - id: count-${f.stem}
