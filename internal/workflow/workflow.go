@@ -81,13 +81,13 @@ type Job struct {
 	// Running the workflow enforces it, not this package.
 	Timeout time.Duration
 	Line    int // line of the entry the job came from
+	// Vars maps each foreach variable of the entry to its value for this
+	// job; nil if the entry has no foreach. Meant for reports.
+	Vars map[string]string
 	// Inferred maps the id of each job in After that this one runs after
 	// only because one of its inputs is that job's output (and not from
 	// the after field) to that input, as in Inputs. Nil if none.
 	Inferred map[string]string
-	// Vars maps each foreach variable of the entry to its value for this
-	// job; nil if the entry has no foreach. Meant for reports.
-	Vars map[string]string
 }
 
 // Parse reads a workflow from data and checks all of it: syntax, fields,
