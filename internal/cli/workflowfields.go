@@ -4,8 +4,8 @@ package cli
 // help: every key that package workflow's parser takes (decode.go), and
 // no other, for it refuses any other.
 const workflowFields = `Workflow fields (any other key is an error):
-  vars:                          optional: variable name -> value, a string;
-    NAME: VALUE                  ${NAME} in jobs, items; --set NAME=VALUE
+  vars:                          optional: variable -> value, a string:
+    name: VALUE                  ${name} in jobs and items (--set name=V)
   workdir: DIR                   optional: where the commands run and paths
                                  are read (default: FILE's folder)
   items:                         optional: item name -> how to build it
