@@ -37,6 +37,8 @@ func TestForceArgs(t *testing.T) {
 		{"bare before the file and a target, .yml", []string{"--force", "wf.yml", "report"}, []string{"--force", "wf.yml", "report"}},
 		{"pattern before the file and a target", []string{"--force", "a-*", "wf.yaml", "report"}, []string{"--force=a-*", "wf.yaml", "report"}},
 		{"pattern after the file and a target", []string{"wf.yaml", "report", "--force", "a-*"}, []string{"wf.yaml", "report", "--force=a-*"}},
+		{"-C's value is no file", []string{"-C", "dir", "--force", "wf.yaml"}, []string{"-C", "dir", "--force", "wf.yaml"}},
+		{"--set's value is no file", []string{"--set", "a=b", "--force", "x", "wf.yaml"}, []string{"--set", "a=b", "--force=x", "wf.yaml"}},
 		{"a job named like a file after the file", []string{"wf.yaml", "--force", "x.yaml"}, []string{"wf.yaml", "--force=x.yaml"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
