@@ -44,8 +44,10 @@ func TestForceArgs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var f poolFlags
 			var inc incrementalFlags
+			var wff workflowFlags
 			fs := newFlagSet("run", "", "")
 			inc.register(fs)
+			wff.register(fs)
 			f.register(fs)
 			if got := inc.args(fs, tt.args); !slices.Equal(got, tt.want) {
 				t.Errorf("args(%q) = %q, want %q", tt.args, got, tt.want)
