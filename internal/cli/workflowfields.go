@@ -4,8 +4,9 @@ package cli
 // help: every key that package workflow's parser takes (decode.go), and
 // no other, for it refuses any other.
 const workflowFields = `Workflow fields (any other key is an error):
-  vars:                          optional: variable -> value, a string:
-    name: VALUE                  ${name} in jobs and items (--set name=V)
+  vars:                          optional: variable name -> value, a string
+    NAME: VALUE                  NAME of a-z, 0-9 and _: ${NAME} in jobs and
+                                 items; --set NAME=VALUE overrides it
   workdir: DIR                   optional: where the commands run and paths
                                  are read (default: FILE's folder)
   items:                         optional: item name -> how to build it
