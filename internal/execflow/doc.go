@@ -84,8 +84,9 @@
 // # Skipping what is done
 //
 // A job's inputs and outputs (workflow.Job's Inputs and Outputs: paths and
-// patterns relative to the folder of the workflow file, whatever
-// [Options.Dir] is) make a run incremental, as make's. [NewPlan] decides,
+// patterns relative to the workflow's working folder, workflow.Workflow's
+// Dir, whatever [Options.Dir] is; poolrun run gives that folder as
+// Options.Dir too) make a run incremental, as make's. [NewPlan] decides,
 // before anything runs and in the workflow's order, which jobs run and why
 // ([Decision], [Reason]), and which are skipped: those whose outputs all
 // exist, none older than their inputs or than the outputs of the jobs they

@@ -106,7 +106,7 @@ jobs:
     run: x
     after: [nope]
 `, want: []string{
-			`wf.yaml:1: unknown field "colour" (a workflow has jobs and items)`,
+			`wf.yaml:1: unknown field "colour" (a workflow has jobs, items, vars and workdir)`,
 			`wf.yaml:6: job "b-${i}": the workflow has more than 100000 jobs`,
 		}},
 		{name: "a repeated key and the fields after it", in: `

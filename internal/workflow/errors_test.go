@@ -67,7 +67,7 @@ jobs:
   - {id: a, run: x}
 job:
   - {id: b, run: x}
-`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs and items)`},
+`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, vars and workdir)`},
 		{name: "unknown job field", in: `
 jobs:
   - id: a
@@ -197,7 +197,7 @@ jobs:
   - id: b
     run: x
     after: [a]
-`, want: `wf.yaml:2: dependency cycle: a -> b -> a`},
+`, want: `wf.yaml:2: dependency cycle: a -> b (wf.yaml:5) -> a`},
 		{name: "self cycle", in: `
 jobs:
   - id: a
@@ -220,7 +220,7 @@ jobs:
   - id: e
     run: x
     after: [d]
-`, want: `wf.yaml:5: dependency cycle: c -> e -> d -> c`},
+`, want: `wf.yaml:5: dependency cycle: c -> e (wf.yaml:11) -> d (wf.yaml:8) -> c`},
 		{name: "cycle through a glob", in: `
 jobs:
   - id: step-${i}
@@ -232,7 +232,7 @@ jobs:
   - id: step-0
     run: x
     after: [merge]
-`, want: `wf.yaml:5: dependency cycle: merge -> step-0 -> merge`},
+`, want: `wf.yaml:5: dependency cycle: merge -> step-0 (wf.yaml:8) -> merge`},
 
 		// Timeouts.
 		{name: "timeout without a unit", in: `
@@ -385,7 +385,7 @@ jobs:
   - id: a-${i}
     foreach: {i: 1-8}
     run: x
-`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list or a range "A..B", not "1-8"`},
+`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list, a range "A..B" or a glob of files such as "data/*.csv", not "1-8"`},
 		{name: "foreach range out of int64", in: `
 jobs:
   - id: a-${i}
@@ -420,7 +420,7 @@ jobs:
   - id: a-${i}
     foreach: {i: {x: 1}}
     run: x
-`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list or a range "A..B", not a mapping`},
+`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list, a range "A..B" or a glob of files, not a mapping`},
 		{name: "foreach bad variable name", in: `
 jobs:
   - id: a-${I}

@@ -37,7 +37,12 @@ const MaxFileSize = 16 << 20
 
 // A Workflow is a parsed, checked workflow file.
 type Workflow struct {
-	File  string  // the file name given to Parse or Load
+	File string // the file name given to Parse or Load
+	// Dir is the workflow's working folder, absolute: the folder of File,
+	// or the one its workdir field names. The commands run there, and the
+	// jobs' relative inputs and outputs and foreach globs are relative to
+	// it. "" when it is unknown (File's folder could not be made absolute).
+	Dir   string
 	Items []*Item // in file order; nil if the file has none
 	// Jobs holds every job after foreach expansion, in file order except
 	// that each job comes after all the jobs it runs after (see the package
@@ -79,6 +84,10 @@ type Job struct {
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
 	Vars map[string]string
+	// Inferred maps the id of each job in After that this one runs after
+	// only because one of its inputs is that job's output (and not from
+	// the after field) to that input, as in Inputs. Nil if none.
+	Inferred map[string]string
 }
 
 // Parse reads a workflow from data and checks all of it: syntax, fields,
@@ -86,7 +95,13 @@ type Job struct {
 // names the data in errors and in [Workflow.File]. Any error is an
 // [*Errors] that lists every mistake found (see there), each an [*Error].
 func Parse(file string, data []byte) (*Workflow, error) {
-	p := &parser{file: file}
+	return ParseWith(file, data, Options{})
+}
+
+// ParseWith is [Parse] with the variables of opts (see [Options]); a
+// mistake in them is reported as one of the file's, without a line.
+func ParseWith(file string, data []byte, opts Options) (*Workflow, error) {
+	p := &parser{file: file, set: opts.Set}
 	if dir, err := filepath.Abs(filepath.Dir(file)); err == nil {
 		p.dir = dir
 	}
@@ -108,6 +123,12 @@ func Parse(file string, data []byte) (*Workflow, error) {
 // (or, had the file grown while read, MaxFileSize+1 bytes); otherwise it
 // behaves as [Parse] with path as the file name.
 func Load(path string) (*Workflow, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is [Load] with the variables of opts, as [ParseWith] takes
+// them.
+func LoadWith(path string, opts Options) (*Workflow, error) {
 	data, err := regfile.ReadFile(path, MaxFileSize)
 	var odd *regfile.NotRegularError
 	switch {
@@ -119,7 +140,7 @@ func Load(path string) (*Workflow, error) {
 	case err != nil:
 		return nil, err
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, opts)
 }
 
 // ItemByName returns the item called name, or nil if w has none.
