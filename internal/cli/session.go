@@ -243,7 +243,7 @@ func (s *session) event(e engine.Event) {
 			}
 			if e.New == engine.Queued {
 				a.Status = engine.Aborted.String()
-				if !errors.Is(e.Err, engine.ErrWorkerDied) {
+				if runFailed(e.Err) {
 					a.Status = engine.Failed.String() // RetryFailures
 				}
 			}
