@@ -340,3 +340,31 @@ func ExampleCapacity() {
 	fmt.Println(a, b)
 	// Output: 3 1
 }
+
+// blockUntilDone fails when its context ends: a run cut off by the end of
+// the pool's context.
+var blockUntilDone = engine.Register("engine_test.blockUntilDone", func(ctx context.Context, _ struct{}) (struct{}, error) {
+	<-ctx.Done()
+	return struct{}{}, errors.New("interrupted")
+})
+
+// A run that fails because the pool's context ended is not retried.
+func TestRetryFailuresNotOnInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := engine.New(engine.InProcess(1), engine.OnEvent(func(e engine.Event) {
+		if e.Kind == engine.JobStarted {
+			cancel()
+		}
+	}))
+	j := engine.Queue(p, blockUntilDone, struct{}{}, engine.JobRetries(3), engine.RetryFailures(0))
+	if err := p.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	if n := len(j.Attempts()); n != 1 {
+		t.Errorf("%d attempts, want 1: %+v", n, j.Attempts())
+	}
+	if st := j.Status(); st == engine.Succeeded || st == engine.Queued || st == engine.Running {
+		t.Errorf("job %v", st)
+	}
+}
