@@ -60,7 +60,12 @@ messages and the report; a job whose worker died (a worker joined with
 --listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. The other jobs go on unless
---fail-fast.
+--fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
+variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
+file but standard input (from /dev/null), output and error. Ctrl-Z stops
+the commands with poolrun, and fg or bg continues them all. Should poolrun
+be killed (SIGKILL), a janitor process it started kills what its commands
+left running and removes its scratch folders.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds
@@ -77,12 +82,7 @@ within --mem SIZE (no limit without it). A job that does not fit waits,
 and so do the jobs after it (the oldest ready job starts first, and a
 large one is never passed over for ever); a job that asks for more than
 -j or --mem runs alone (poolrun says so). Sizes are powers of 1024: 512M,
-2G, 1.5GiB. Commands inherit poolrun's environment (less its POOLRUN_*
-variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
-file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all. Should poolrun
-be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders.
+2G, 1.5GiB.
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
