@@ -368,3 +368,26 @@ func TestRetryFailuresNotOnInterrupt(t *testing.T) {
 		t.Errorf("job %v", st)
 	}
 }
+
+// RetryFailures runs a job that failed again: here one that fails twice
+// succeeds on its third run, each run an Attempt.
+func ExampleRetryFailures() {
+	p := engine.New(engine.InProcess(1))
+	j := engine.Queue(p, flaky, flakyArg{Test: "ExampleRetryFailures", Fails: 2},
+		engine.JobRetries(3), engine.RetryFailures(10*time.Millisecond))
+	defer flakyRuns.Delete("ExampleRetryFailures")
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, a := range j.Attempts() {
+		fmt.Println(a.Status, a.Err)
+	}
+	n, _ := j.Result()
+	fmt.Println("succeeded on run", n)
+	// Output:
+	// failed run 1 fails
+	// failed run 2 fails
+	// succeeded <nil>
+	// succeeded on run 3
+}

@@ -74,7 +74,8 @@ run is announced on standard error, the report lists every run with its
 exit status and the end of its standard error, and the messages at the
 end say "failed after 3 attempts". Its outputs are removed before each
 new run. A run is never retried once poolrun is interrupted (Ctrl-C) or
---fail-fast has stopped it.
+--fail-fast has stopped it; --fail-fast stops at the first job that fails
+with no retry left.
 
 threads: N makes a job count N against -j: poolrun starts a job only when
 the threads of the jobs running with it stay within -j, and their mem:
