@@ -52,13 +52,19 @@ func (m *memSize) Set(s string) error {
 // against --mem (engine.Capacity); none when no such job declares
 // either, so that a workflow without them runs as before (workers may be
 // sent a short job ahead of the one they run). It warns, on stderr, of
-// each job that asks for more than the pool has: it runs alone.
-func (f *resourceFlags) capacity(wf *workflow.Workflow, plan *execflow.Plan, slots int, stderr io.Writer) []engine.Option {
+// each job that asks for more than the pool has: it runs alone. With
+// --listen (listen) it returns none, and says so once if a job declares
+// threads or mem: they bound one host, and the jobs run on several.
+func (f *resourceFlags) capacity(wf *workflow.Workflow, plan *execflow.Plan, slots int, listen bool, stderr io.Writer) []engine.Option {
 	c := engine.Resources{Slots: slots, Memory: int64(f.mem)}
 	declared := false
 	for _, j := range wf.Jobs {
 		if plan != nil && !plan.Runs(j.ID) || j.Threads <= 1 && j.Mem == 0 {
 			continue
+		}
+		if listen {
+			fmt.Fprintf(stderr, "poolrun run: threads: and mem: are not counted with --listen (they bound one host; the jobs run on several): %s:%d: job %q\n", wf.File, j.Line, j.ID)
+			return nil
 		}
 		declared = true
 		switch {

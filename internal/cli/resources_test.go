@@ -7,6 +7,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // TestSessionFailedAttempts: a run that failed and is retried is an
@@ -66,5 +67,47 @@ func TestWithAttempts(t *testing.T) {
 		if got := withAttempts(tc.msg, head, tc.n); got != tc.want {
 			t.Errorf("withAttempts(%q, %d) = %q, want %q", tc.msg, tc.n, got, tc.want)
 		}
+	}
+}
+
+// capacity bounds a pool only when a job that runs declares threads or
+// mem, warns of the jobs that run alone, and counts nothing with --listen.
+func TestResourceCapacity(t *testing.T) {
+	wf, err := workflow.Parse("wf.yaml", []byte(`jobs:
+  - id: plain
+    run: x
+  - id: wide
+    run: x
+    threads: 8
+  - id: big
+    run: x
+    mem: 3G
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := workflow.Parse("plain.yaml", []byte("jobs:\n  - id: a\n    run: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := resourceFlags{mem: 2 << 30}
+	var stderr strings.Builder
+	if opts := f.capacity(wf, nil, 4, false, &stderr); len(opts) != 1 {
+		t.Errorf("%d options, want a Capacity", len(opts))
+	}
+	for _, want := range []string{
+		`poolrun run: wf.yaml:4: job "wide" has threads: 8, more than -j 4: it runs alone`,
+		`poolrun run: wf.yaml:7: job "big" has mem: 3.0 GiB, more than --mem 2.0 GiB: it runs alone`,
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	stderr.Reset()
+	if opts := f.capacity(plain, nil, 4, false, &stderr); len(opts) != 0 || stderr.Len() > 0 {
+		t.Errorf("a workflow without threads or mem: %d options, stderr %q; want none", len(opts), stderr.String())
+	}
+	if opts := f.capacity(wf, nil, 4, true, &stderr); len(opts) != 0 || !strings.Contains(stderr.String(), "not counted with --listen") {
+		t.Errorf("with --listen: %d options, stderr %q; want none, and a note", len(opts), stderr.String())
 	}
 }

@@ -83,7 +83,8 @@ within --mem SIZE (no limit without it). A job that does not fit waits,
 and so do the jobs after it (the oldest ready job starts first, and a
 large one is never passed over for ever); a job that asks for more than
 -j or --mem runs alone (poolrun says so). Sizes are powers of 1024: 512M,
-2G, 1.5GiB.
+2G, 1.5GiB. With --listen, threads: and mem: are not counted (they bound
+one host, and the jobs run on several).
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
@@ -286,7 +287,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
 	popts := append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())
-	p := engine.New(append(popts, rf.capacity(wf, plan, slots, stderr)...)...)
+	p := engine.New(append(popts, rf.capacity(wf, plan, slots, f.listen != "", stderr)...)...)
 	batch, err := execflow.Prepare(wf, opts)
 	if err != nil {
 		return badInput(err)
