@@ -228,8 +228,9 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 // its id. A job with retries (its own, or opts.Retries) is queued with
 // engine.JobRetries and engine.RetryFailures (its retry_delay), and one
 // with threads or mem with engine.JobResources. A job that opts.Plan
-// skips is queued with engine.Skip and needs no item. A job with outputs has them checked after its command, and
-// removed if it fails (see the package documentation).
+// skips is queued with engine.Skip and needs no item. A job with outputs
+// has them checked after its command, and removed if it fails (see the
+// package documentation).
 //
 // Queue checks everything before it queues anything: it fails, queueing
 // nothing, when opts.Dir, the scratch folder or opts.Stdio.LogDir (if
