@@ -143,7 +143,7 @@ func TestHelpLayout(t *testing.T) {
 
 // tableKey is a key in the table of workflowFields: an indented word
 // followed by a colon, after an optional "- ".
-var tableKey = regexp.MustCompile(`(?m)^ +(?:- )?([a-z]+|NAME):`)
+var tableKey = regexp.MustCompile(`(?m)^ +(?:- )?([a-z_]+|NAME):`)
 
 // TestWorkflowFields: the table in poolrun run's help lists exactly the
 // keys that package workflow takes: those its errors list for a job, an

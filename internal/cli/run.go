@@ -91,8 +91,7 @@ mistake of the file on a line of its own (the first 20, then "... and N
 more"). A command that exits non-zero fails its job (exit status 1 at the
 end), with its exit status and the last lines of its standard error in the
 messages and the report; a job whose worker died (a worker joined with
---listen) is Aborted, and named the same way (or, with --retries N, run
-again up to N times). A job that runs
+--listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
@@ -101,6 +100,25 @@ file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. Should poolrun
 be killed (SIGKILL), a janitor process it started kills what its commands
 left running and removes its scratch folders.
+
+A job with retries: N (or every job, with --retries N) is run again, up to
+N more times, when its command fails, passes its timeout (which bounds
+each run) or its worker dies, after retry_delay: if it has one; each new
+run is announced on standard error, the report lists every run with its
+exit status and the end of its standard error, and the messages at the
+end say "failed after 3 attempts". Its outputs are removed before each
+new run. A run is never retried once poolrun is interrupted (Ctrl-C) or
+--fail-fast has stopped it; --fail-fast stops at the first job that fails
+with no retry left.
+
+threads: N makes a job count N against -j: poolrun starts a job only when
+the threads of the jobs running with it stay within -j, and their mem:
+within --mem SIZE (no limit without it). A job that does not fit waits,
+and so do the jobs after it (the oldest ready job starts first, and a
+large one is never passed over for ever); a job that asks for more than
+-j or --mem runs alone (poolrun says so). Sizes are powers of 1024: 512M,
+2G, 1.5GiB. With --listen, threads: and mem: are not counted (they bound
+one host, and the jobs run on several).
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
@@ -232,6 +250,8 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	wff.register(fs)
 	f.register(fs)
 	sf.register(fs)
+	var rf resourceFlags // --mem, and --retries for failed commands
+	rf.register(fs)
 	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -274,6 +294,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return plan.WriteDot(stdout)
 	}
 	toRun, _ := plan.Counts()
+	slots := f.workers() // threads: count against -j as given
 	f.capWorkers(toRun)
 	if toRun == 0 {
 		f.serial = true // every job is skipped: no worker to start
@@ -281,6 +302,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var opts execflow.Options
 	opts.Plan = plan
 	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
+	opts.Retries = f.retries
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
@@ -314,7 +336,8 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer s.closeListener()
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
-	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())...)
+	popts := append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())
+	p := engine.New(append(popts, rf.capacity(wf, plan, slots, f.listen != "", stderr)...)...)
 	batch, err := execflow.Prepare(wf, opts)
 	if err != nil {
 		return badInput(err)
@@ -599,6 +622,7 @@ func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.J
 		if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {
 			msg = fmt.Sprintf("job %q (%s:%d): %s", j.ID, wf.File, j.Line, msg)
 		}
+		msg = withAttempts(msg, fmt.Sprintf("job %q (%s:%d): ", j.ID, wf.File, j.Line), len(job.Attempts()))
 		fmt.Fprintf(w, "poolrun: %s\n", indent(msg))
 	}
 }

@@ -26,5 +26,10 @@ const workflowFields = `Workflow fields (any other key is an error):
                                  range 1..8 or a glob "data/*.csv" (${VAR},
                                  ${VAR.stem}); several VARs: every combination
       timeout: DURATION          fail the job after it, e.g. 90s, 10m, 1h30m
+      retries: N                 run it again up to N times (0 to 100) if it
+                                 fails (or times out, or its worker dies)
+      retry_delay: DURATION      wait that long before each new run
+      threads: N                 it counts N (1 to 4096) against -j
+      mem: SIZE                  and SIZE (512M, 2G, 1.5GiB) against --mem
   after, needs, inputs and outputs also take a single string: after: split
 `

@@ -130,6 +130,7 @@ type entry struct {
 	outputs []text
 	vars    []variable    // foreach, in file order; nil without foreach
 	limit   time.Duration // timeout; 0 without
+	res     resources     // retries, retry_delay, threads, mem
 }
 
 // variable is one foreach variable and its values.
@@ -476,7 +477,7 @@ func (e *entry) count() int {
 }
 
 // jobFields lists the fields of a job, for the error about another.
-const jobFields = "id, run, after, needs, inputs, outputs, foreach and timeout"
+const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem"
 
 // entry reads one element of the jobs list. It returns nil, and sets
 // p.lost, when the entry has no usable id or foreach: the jobs it stands
@@ -535,7 +536,9 @@ func (p *parser) entry(n *yaml.Node) *entry {
 		case "foreach":
 			e.vars, foreachOK = p.foreach(f, name)
 		case "timeout":
-			e.limit = p.timeout(f, name)
+			e.limit = p.duration(f, name)
+		case "retries", "retry_delay", "threads", "mem":
+			p.resource(&e.res, f, name)
 		default:
 			p.fail(f.keyLine, "%s: unknown field %q (a job has %s)", name, f.key, jobFields)
 		}
@@ -587,22 +590,22 @@ func (p *parser) readList(f field, name string) ([]text, bool) {
 	return list, true
 }
 
-// timeout reads the timeout field f of the job called name: a duration
-// as time.ParseDuration takes it, more than zero. It returns 0 if the
-// field has a mistake.
-func (p *parser) timeout(f field, name string) time.Duration {
+// duration reads the timeout or retry_delay field f of the job called
+// name: a duration as time.ParseDuration takes it, more than zero. It
+// returns 0 if the field has a mistake.
+func (p *parser) duration(f field, name string) time.Duration {
 	n := f.value
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.fail(n.Line, "%s: timeout must be a duration such as 90s, 2m or 1h30m, not %s", name, describe(n))
+		p.fail(n.Line, "%s: %s must be a duration such as 90s, 2m or 1h30m, not %s", name, f.key, describe(n))
 		return 0
 	}
 	d, err := time.ParseDuration(n.Value)
 	switch {
 	case err != nil:
-		p.fail(n.Line, "%s: timeout %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, n.Value)
+		p.fail(n.Line, "%s: %s %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, f.key, n.Value)
 		return 0
 	case d <= 0:
-		p.fail(n.Line, "%s: timeout %q: want a duration of more than zero", name, n.Value)
+		p.fail(n.Line, "%s: %s %q: want a duration of more than zero", name, f.key, n.Value)
 		return 0
 	}
 	return d

@@ -69,6 +69,18 @@
 //     into [Job.Timeout] (0 when the field is absent: no limit of the
 //     job's own); running the workflow enforces it. There is no default
 //     for all jobs in the file.
+//   - retries: how many more times to run the job's command when it fails
+//     (exits non-zero, or passes its timeout, which then bounds each run)
+//     or its worker dies: a whole number from 0 to [MaxRetries], into
+//     [Job.Retries] (nil when absent: poolrun run's --retries then says;
+//     retries: 0 keeps a job from being retried whatever --retries says).
+//   - retry_delay: how long to wait before each new run, a duration as for
+//     timeout, more than zero, into [Job.RetryDelay].
+//   - threads: the threads the command uses, 1 to [MaxThreads], into
+//     [Job.Threads]: poolrun run counts them against -j (default 1).
+//   - mem: the memory the command uses, a size (see [ParseSize]: 512M, 2G,
+//     1.5GiB; units are powers of 1024), into [Job.Mem]: poolrun run
+//     counts it against --mem.
 //
 // after and needs take a list (after: [a, b]) or a single string (after: a).
 // A job also runs after every job one of whose outputs is one of its

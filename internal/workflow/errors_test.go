@@ -73,7 +73,7 @@ jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach and timeout)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -233,6 +233,62 @@ jobs:
     run: x
     after: [merge]
 `, want: `wf.yaml:5: dependency cycle: merge -> step-0 (wf.yaml:8) -> merge`},
+
+		// Retries and resources.
+		{name: "negative retries", in: `
+jobs:
+  - id: a
+    run: x
+    retries: -1
+`, want: `wf.yaml:4: job "a": retries -1: want a whole number from 0 to 100`},
+		{name: "retries not a number", in: `
+jobs:
+  - id: a
+    run: x
+    retries: [1]
+`, want: `wf.yaml:4: job "a": retries must be a whole number from 0 to 100, not a list`},
+		{name: "bad retry_delay", in: `
+jobs:
+  - id: a
+    run: x
+    retry_delay: 5
+`, want: `wf.yaml:4: job "a": retry_delay "5" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`},
+		{name: "zero retry_delay", in: `
+jobs:
+  - id: a
+    run: x
+    retry_delay: 0s
+`, want: `wf.yaml:4: job "a": retry_delay "0s": want a duration of more than zero`},
+		{name: "zero threads", in: `
+jobs:
+  - id: a
+    run: x
+    threads: 0
+`, want: `wf.yaml:4: job "a": threads 0: want a whole number from 1 to 4096`},
+		{name: "too many threads", in: `
+jobs:
+  - id: a
+    run: x
+    threads: 4097
+`, want: `wf.yaml:4: job "a": threads 4097: want a whole number from 1 to 4096`},
+		{name: "bad mem unit", in: `
+jobs:
+  - id: a
+    run: x
+    mem: 2 lots
+`, want: `wf.yaml:4: job "a": mem "2 lots": want a size in bytes, or with a unit K, M, G or T (powers of 1024), such as 512M, 2G or 1.5GiB`},
+		{name: "negative mem", in: `
+jobs:
+  - id: a
+    run: x
+    mem: -1G
+`, want: `wf.yaml:4: job "a": mem "-1G": want a size in bytes, or with a unit K, M, G or T (powers of 1024), such as 512M, 2G or 1.5GiB`},
+		{name: "huge mem", in: `
+jobs:
+  - id: a
+    run: x
+    mem: 9000000T
+`, want: `wf.yaml:4: job "a": mem "9000000T": too large: want less than 8 EiB`},
 
 		// Timeouts.
 		{name: "timeout without a unit", in: `

@@ -133,7 +133,7 @@ func (j *job) textSize() int {
 // job kept without the part at fault.
 func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	j := &job{
-		Job:    &Job{Line: e.line, Vars: vars, Timeout: e.limit},
+		Job:    e.res.job(&Job{Line: e.line, Vars: vars, Timeout: e.limit}),
 		idLine: e.id.line,
 		entry:  e,
 	}

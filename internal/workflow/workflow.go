@@ -80,6 +80,20 @@ type Job struct {
 	// timeout field; 0 if the entry has none (no limit of the job's own).
 	// Running the workflow enforces it, not this package.
 	Timeout time.Duration
+	// Retries is how many more times the job's command is run when it
+	// fails (exits non-zero or passes its timeout) or its worker dies,
+	// from the entry's retries field; nil if the entry has none (then
+	// poolrun run's --retries says). RetryDelay is the wait before each
+	// new run, from retry_delay; 0 if none.
+	Retries    *int
+	RetryDelay time.Duration
+	// Threads is the number of threads the command uses, which it counts
+	// against poolrun run's -j, from the entry's threads field, 1 to
+	// [MaxThreads]; 0 if the entry has none (it counts 1). Mem is the
+	// memory it uses, in bytes, counted against --mem, from mem (see
+	// [ParseSize]); 0 if none. Running the workflow enforces both.
+	Threads int
+	Mem     int64
 	Line    int // line of the entry the job came from
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
