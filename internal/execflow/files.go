@@ -62,14 +62,14 @@ func (f folder) pattern(p string) string {
 	if filepath.IsAbs(p) {
 		return p
 	}
-	return escapePattern(f.Abs) + string(filepath.Separator) + p
+	return workflow.EscapePattern(f.Abs) + string(filepath.Separator) + p
 }
 
 // showMatch returns abs, a file that p (an input or output as written)
 // stands for, as messages name it: as p is, when p is a path; relative to
 // the folder as given, when p is a relative pattern; else absolute.
 func (f folder) showMatch(p, abs string) string {
-	if !isPattern(p) {
+	if !workflow.IsPattern(p) {
 		return f.showAs(p)
 	}
 	if filepath.IsAbs(p) {
@@ -90,32 +90,12 @@ func (f folder) showAs(p string) string {
 	return filepath.Join(f.Shown, p)
 }
 
-// isPattern reports whether an input or output is a pattern rather than a
-// path, as package workflow tells them apart.
-func isPattern(p string) bool { return strings.ContainsAny(p, `*?[\`) }
-
-// escapePattern escapes the characters of s that filepath.Match would take
-// for a pattern.
-func escapePattern(s string) string {
-	if !isPattern(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // expand returns the absolute paths of the files and folders that exist
 // and that p, an input or output as written, stands for: p itself, or what
 // the pattern p matches, in lexical order (a name that begins with a dot
 // only where the pattern's part begins with one: [workflow.Glob]).
 func (f folder) expand(p string) []string {
-	if !isPattern(p) {
+	if !workflow.IsPattern(p) {
 		abs := f.path(p)
 		if _, err := os.Lstat(abs); err != nil {
 			return nil

@@ -92,7 +92,7 @@ func (o *outputs) check() error {
 			continue
 		}
 		why := ""
-		if isPattern(p) {
+		if workflow.IsPattern(p) {
 			why = " (nothing matches the pattern)"
 		}
 		return fmt.Errorf("output %s: %w%s", o.Dir.showAs(p), errOutputNotWritten, why)

@@ -252,7 +252,7 @@ func (p *Plan) decide(d *Decision, files *fileTimes) {
 	}
 	for _, in := range j.Inputs {
 		found := files.of(in)
-		if len(found) == 0 && !isPattern(in) {
+		if len(found) == 0 && !workflow.IsPattern(in) {
 			d.Reason, d.Path = MissingInput, p.dir.showAs(in)
 			return
 		}

@@ -702,7 +702,7 @@ func (p *parser) readValues(n *yaml.Node, what string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	if isPattern(value) {
+	if IsPattern(value) {
 		return p.globValues(value, n.Line, what)
 	}
 	m := rangeRE.FindStringSubmatch(value)

@@ -81,7 +81,7 @@ func (p *parser) expand(entries []*entry) []*job {
 				return jobs
 			}
 			for _, o := range j.outputs {
-				if isPattern(o.s) {
+				if IsPattern(o.s) {
 					continue
 				}
 				key := p.pathKey(o.s)

@@ -45,7 +45,7 @@ func matchName(pattern, name string) bool {
 // Folders that cannot be read are passed over; a malformed pattern
 // matches nothing.
 func Glob(pattern string) []string {
-	if !isPattern(pattern) {
+	if !IsPattern(pattern) {
 		if _, err := os.Lstat(pattern); err != nil {
 			return nil
 		}
@@ -73,7 +73,7 @@ func glob(dir string, parts []string, out *[]string) {
 		return
 	}
 	part, rest := parts[0], parts[1:]
-	if !isPattern(part) || part == ".." {
+	if !IsPattern(part) || part == ".." {
 		next := filepath.Join(dir, part)
 		if dir == "" {
 			next = part

@@ -33,7 +33,7 @@ func (p *parser) patternKey(s string) string {
 	if filepath.IsAbs(s) || p.workdir == "" {
 		return filepath.Clean(s)
 	}
-	return filepath.Clean(escapePattern(p.workdir) + string(filepath.Separator) + s)
+	return filepath.Clean(EscapePattern(p.workdir) + string(filepath.Separator) + s)
 }
 
 // infer adds to deps (see dependencies) the jobs that each job runs after
@@ -45,7 +45,7 @@ func (p *parser) infer(jobs []*job, deps [][]int) []map[int]string {
 	var keys []string // of producer, sorted, for input patterns
 	for i, j := range jobs {
 		for _, o := range j.Outputs {
-			if isPattern(o) {
+			if IsPattern(o) {
 				continue
 			}
 			k := p.pathKey(o)
@@ -73,7 +73,7 @@ func (p *parser) infer(jobs []*job, deps [][]int) []map[int]string {
 		}
 		for _, in := range j.Inputs {
 			var found []int
-			if !isPattern(in) {
+			if !IsPattern(in) {
 				if k, ok := producer[p.pathKey(in)]; ok {
 					found = []int{k}
 				}

@@ -71,9 +71,10 @@ func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
 	return out
 }
 
-// isPattern reports whether an after entry is a pattern. Job ids contain
-// none of these characters.
-func isPattern(s string) bool {
+// IsPattern reports whether s (an after entry, an input or an output) is
+// a pattern rather than a name or a path. Job ids contain none of these
+// characters.
+func IsPattern(s string) bool {
 	return strings.ContainsAny(s, `*?[\`)
 }
 
@@ -106,7 +107,7 @@ func (p *parser) dependencies(jobs []*job) [][]int {
 		}
 		var done map[string]bool // patterns already resolved for j
 		for _, t := range j.after {
-			if !isPattern(t.s) {
+			if !IsPattern(t.s) {
 				k, ok := index[t.s]
 				switch {
 				case !ok && !p.lost: // else it may be a job that could not be read

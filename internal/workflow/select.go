@@ -38,7 +38,7 @@ func (w *Workflow) Select(targets []string) (*Workflow, error) {
 			continue
 		case len(jobs) == 0:
 			msg := fmt.Sprintf("%v %q: no job of %s", ErrUnknownTarget, t, w.File)
-			if isPattern(t) {
+			if IsPattern(t) {
 				msg += " matches it"
 			} else {
 				msg += " has this id"

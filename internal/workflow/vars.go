@@ -187,7 +187,7 @@ func (p *parser) globValues(pattern string, line int, what string) ([]string, bo
 	}
 	full := pattern
 	if !filepath.IsAbs(pattern) && p.workdir != "" {
-		full = escapePattern(p.workdir) + string(filepath.Separator) + pattern
+		full = EscapePattern(p.workdir) + string(filepath.Separator) + pattern
 	}
 	matches := Glob(full)
 	switch {
@@ -212,10 +212,10 @@ func (p *parser) globValues(pattern string, line int, what string) ([]string, bo
 	return matches, true
 }
 
-// escapePattern escapes the characters of s that filepath.Match would take
+// EscapePattern escapes the characters of s that filepath.Match would take
 // for a pattern.
-func escapePattern(s string) string {
-	if !isPattern(s) {
+func EscapePattern(s string) string {
+	if !IsPattern(s) {
 		return s
 	}
 	var b strings.Builder
