@@ -145,7 +145,7 @@ type timeline struct {
 	t0   time.Time // time 0: when the pool started
 	span float64   // the seconds shown
 	// groups colour the jobs' bars (see jobGroups).
-	groups []*jobGroup
+	groups  []*jobGroup
 	groupOf map[int]*jobGroup
 }
 
