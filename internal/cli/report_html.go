@@ -56,10 +56,10 @@ svg .rss { fill: none; stroke: var(--rss); stroke-width: 1.3; stroke-dasharray: 
 svg .build { fill: var(--cache); stroke: #fff; stroke-width: 0.6; }
 svg .evict { fill: var(--evict); stroke: #fff; stroke-width: 0.6; }
 svg .bar1 { fill: var(--cache); } svg .bar2 { fill: #8c8c8c; }
-svg .job.st-failed { stroke: var(--failed); stroke-width: 2; }
-svg .job.st-aborted { stroke: var(--aborted); stroke-width: 1.5; stroke-dasharray: 3 2; }
-svg .job.st-cancelled, svg .job.st-skipped { fill-opacity: 0.35; }
-svg .job.st-other { fill-opacity: 0.5; stroke: var(--other); stroke-dasharray: 2 2; }
+svg .job.failed { stroke: var(--failed); stroke-width: 2; }
+svg .job.aborted { stroke: var(--aborted); stroke-width: 1.5; stroke-dasharray: 3 2; }
+svg .job.cancelled, svg .job.skipped { fill-opacity: 0.35; }
+svg .job.other { fill-opacity: 0.5; stroke: var(--other); stroke-dasharray: 2 2; }
 svg text.failmark { font-size: 11px; font-weight: 700; fill: var(--failed); pointer-events: none; }
 svg .itemlane { fill: #f8f8f8; }
 svg .item-held { fill-opacity: 0.55; } svg .item:hover rect { stroke: #000; stroke-width: 1; }
@@ -603,10 +603,9 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 			width = max(width, minFailedWidth)
 		}
 		by := y + 1 + float64(rows[i])*rowH
-		class := "job " + tl.groupClass(b.job)
-		if st := statusClass(b.status); st != "succeeded" {
-			class += " st-" + st
-		}
+		// The group's colour comes after the status's in the style, and
+		// wins: the status shows as an outline or a paler bar.
+		class := "job " + statusClass(b.status) + " " + tl.groupClass(b.job)
 		if i%2 == 1 {
 			class += " alt"
 		}

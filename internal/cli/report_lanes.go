@@ -277,7 +277,7 @@ func (tl *timeline) groupClass(j *jobRecord) string {
 	if g := tl.groupOf[j.ID]; g != nil {
 		return g.class
 	}
-	return "other"
+	return "g0"
 }
 
 // rssLine draws worker w's resident memory over time from its samples ss:

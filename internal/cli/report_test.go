@@ -188,6 +188,7 @@ func checkSelfContained(t *testing.T, html *node, page []byte) {
 // mark per sample with builds or evictions, the tables, nothing external.
 func TestPoolPage(t *testing.T) {
 	r := testReport()
+	r.Version = 1 // marks of builds and evictions, the workers' RSS
 	var buf bytes.Buffer
 	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
 		t.Fatal(err)
@@ -231,13 +232,13 @@ func TestPoolPage(t *testing.T) {
 		worker  string
 		classes []string // of the job's bars, in order of start
 	}{
-		{1, "1", []string{"job succeeded"}},
-		{2, "2", []string{"job failed"}},
-		{3, "", []string{"job aborted", "job succeeded"}}, // on worker 1, then 2
+		{1, "1", []string{"job succeeded g0"}},
+		{2, "2", []string{"job failed g0"}},
+		{3, "", []string{"job aborted g0", "job succeeded g0"}}, // on worker 1, then 2
 		{4, "", []string{"notrun cancelled"}},
 		{5, "", []string{"notrun skipped"}},
-		{6, "1", []string{"job cancelled"}},
-		{7, "2", []string{"job other"}},
+		{6, "1", []string{"job cancelled g0"}},
+		{7, "2", []string{"job other g0"}},
 		{8, "", []string{"notrun other"}},
 	} {
 		var got []string
@@ -548,7 +549,7 @@ func TestBenchPage(t *testing.T) {
 func TestLoadReport(t *testing.T) {
 	pool, _ := json.Marshal(testReport())
 	bench, _ := json.Marshal(testBench())
-	v0 := bytes.Replace(pool, []byte(`"version":1,`), nil, 1)
+	v0 := bytes.Replace(pool, []byte(`"version":2,`), nil, 1)
 	if bytes.Equal(v0, pool) {
 		t.Fatal("no version in the test report")
 	}
@@ -565,7 +566,7 @@ func TestLoadReport(t *testing.T) {
 		{name: "truncated", data: string(pool[:len(pool)/2]), want: errNotReport},
 		{name: "an array", data: "[1, 2]", want: errNotReport},
 		{name: "another JSON", data: `{"name": "x", "jobs": []}`, want: errNotReport, says: "no command"},
-		{name: "newer version", data: `{"version": 99, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion, says: "up to 1"},
+		{name: "newer version", data: `{"version": 99, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion, says: "up to 2"},
 		{name: "negative version", data: `{"version": -1, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
 		{name: "version not a number", data: `{"version": "1", "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
 		{name: "bad field", data: `{"version": 1, "command": "run", "workers": [], "jobs": [{"id": "x"}], "totals": {}}`, want: errNotReport, says: "line 1"},
