@@ -138,3 +138,35 @@ func TestItemEventsBudget(t *testing.T) {
 		t.Errorf("evictions %v, want %v", got, want)
 	}
 }
+
+// TestItemEventsRemote checks that a worker that joined over byte streams
+// (Admit and Serve, as a transport across hosts carries them) reports its
+// items as the others do.
+func TestItemEventsRemote(t *testing.T) {
+	w, win := servePipes(t)
+	w.Window = shmPublisher{win}
+	var log itemLog
+	p := engine.New(engine.RemoteOnly(10*time.Second), engine.OnEvent(log.listen), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+		if err := p.Admit(w); err != nil {
+			t.Error(err)
+		}
+	}))
+	a := engine.Queue(p, useItems, []string{"small"}, engine.Needs(itemSmall))
+	engine.Queue(p, useItems, []string{"large"}, engine.Needs(itemLarge), engine.After(a))
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range log.events {
+		got = append(got, fmt.Sprintf("%v %s %d %v", e.Kind, e.Item, e.ItemBytes, e.Reason))
+	}
+	want := []string{
+		"built " + itemSmall.Name() + " 1000 reason(0)",
+		"evicted " + itemSmall.Name() + " 1000 policy",
+		"built " + itemLarge.Name() + " 5000 reason(0)",
+		"evicted " + itemLarge.Name() + " 5000 end",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events\n%v\nwant\n%v", got, want)
+	}
+}
