@@ -766,7 +766,17 @@ func pageLegend(p *page, r *report, tl *timeline, counts map[string]int) {
 		p.f("<span><i class=\"sw\" style=\"background: var(--%s)\"></i>%s %d%s</span>", st, name, counts[st], mark)
 	}
 	p.f("</div>\n<div class=\"legend\">")
-	hasItems := slices.ContainsFunc(r.Workers, func(w workerReport) bool { return len(w.Items) > 0 })
+	reasons := map[string]int{}
+	for _, w := range r.Workers {
+		for _, it := range w.Items {
+			if slices.Contains(itemReasons, it.EvictedBy) {
+				reasons[it.EvictedBy]++
+			} else {
+				reasons["held"]++
+			}
+		}
+	}
+	hasItems := len(reasons) > 0
 	if hasItems {
 		p.f("<span><i class=\"sw item\"></i>an item: its build (dark), then held until evicted</span><b>evicted:</b>")
 		for _, reason := range itemReasons {
@@ -774,7 +784,9 @@ func pageLegend(p *page, r *report, tl *timeline, counts map[string]int) {
 			if reason == "held" {
 				name = "not recorded"
 			}
-			p.f("<span><svg width=\"16\" height=\"10\"><rect class=\"item-held %s\" width=\"16\" height=\"10\"/></svg>%s</span>", reason, name)
+			if reasons[reason] > 0 {
+				p.f("<span><svg width=\"16\" height=\"10\"><rect class=\"item-held %s\" width=\"16\" height=\"10\"/></svg>%s %d</span>", reason, name, reasons[reason])
+			}
 		}
 	}
 	p.f("<span><i class=\"sw area\"></i>cache bytes</span>")

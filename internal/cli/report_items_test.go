@@ -146,7 +146,7 @@ func TestPoolPageItems(t *testing.T) {
 		t.Errorf("job 3 (line 12) has the colour %s of another entry", class(3))
 	}
 	text := html.allText()
-	for _, want := range []string{"jobs by workflow entry:", "prepare (line 5): 1", "broken (line 9): 1", "(line 12): 3", "evicted:", "budget", "commands' memory"} {
+	for _, want := range []string{"jobs by workflow entry:", "prepare (line 5): 1", "broken (line 9): 1", "(line 12): 3", "evicted:", "budget 1", "died 1", "not recorded 1", "commands' memory"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the legend lacks %q", want)
 		}

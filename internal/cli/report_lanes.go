@@ -83,15 +83,16 @@ func entryName(ids []string) string {
 	return prefix + "*"
 }
 
-// workflowItemName matches a workflow item's cache name, whose middle is
-// the item's name in the workflow.
-var workflowItemName = regexp.MustCompile(`^poolrun\.item:(.*)@[0-9a-f]{16}$`)
+// hashedName matches the cache name of a member of a family that ends in
+// a hash of its parameter (as a workflow item's, poolrun.item:NAME@HASH):
+// the page leaves the hash, and the workflow items' prefix, out.
+var hashedName = regexp.MustCompile(`^(poolrun\.item:)?(.*)@[0-9a-f]{16}$`)
 
 // itemName is how the page names an item: a workflow item by its name in
-// the workflow, any other by its cache name.
+// the workflow, any other by its cache name less a hash at its end.
 func itemName(name string) string {
-	if m := workflowItemName.FindStringSubmatch(name); m != nil {
-		return m[1]
+	if m := hashedName.FindStringSubmatch(name); m != nil {
+		return m[2]
 	}
 	return name
 }

@@ -78,7 +78,7 @@ func writeTrace(w io.Writer, r *report, src string) error {
 			name += fmt.Sprintf(" (pid %d)", w.PID)
 		}
 		meta(w.Index, 0, "process_name", name)
-		meta(w.Index, 0, "process_sort_index", fmt.Sprint(w.Index))
+		evs = append(evs, traceEvent{Name: "process_sort_index", Ph: "M", Pid: w.Index, Args: map[string]any{"sort_index": w.Index}})
 		bars := byWorker[w.Index]
 		rows := barRows(bars)
 		for row := range slices.Max(append(rows, 0)) + 1 {
