@@ -9,7 +9,10 @@ import (
 )
 
 // TestRunShellPeakRSS checks that a command's peak resident memory is
-// that of its largest process: sort holds a line of 50 MB whole.
+// that of its largest process: sort holds a line of 50 MB whole. A
+// command's figure is at least the test binary's own resident memory when
+// it started the command (Linux counts it in ru_maxrss: see
+// Result.PeakRSS), so true's is only known to be smaller than sort's.
 func TestRunShellPeakRSS(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("ru_maxrss in KiB is Linux's")
@@ -24,7 +27,7 @@ func TestRunShellPeakRSS(t *testing.T) {
 	}
 	big := run(fmt.Sprintf("head -c %d /dev/zero | sort >/dev/null", size))
 	small := run("true")
-	if big < size*9/10 || small <= 0 || small >= size/4 {
+	if big < size*9/10 || small <= 0 || small >= big {
 		t.Errorf("peak RSS: %d bytes with a line of %d in sort, %d with true", big, size, small)
 	}
 }
