@@ -355,6 +355,9 @@ func barTitle(b bar) string {
 		times = append(times, fmt.Sprintf("ended %s: %s", secs(b.end), roundDur(secondsDur(b.end-b.start))))
 	}
 	lines = append(lines, strings.Join(times, ", "))
+	if last := b.attempt == 0 || b.attempt == len(j.Attempts); last {
+		lines = append(lines, commandLine(j)...)
+	}
 	if b.err != "" {
 		lines = append(lines, "error: "+clip(b.err, 600))
 	}

@@ -161,6 +161,12 @@ func TestPoolPageItems(t *testing.T) {
 	if marks := html.named("text", "failmark"); len(marks) != 1 {
 		t.Errorf("%d failure marks, want 1", len(marks))
 	}
+	if title := failed.title(); !strings.Contains(title, "command: exit status 3") {
+		t.Errorf("the failed job's hover text %q does not give its exit status", title)
+	}
+	if title := bars[1][0].title(); !strings.Contains(title, "command: exit status 0, peak RSS 60.0 MiB") {
+		t.Errorf("job 1's hover text %q does not give its exit status and memory", title)
+	}
 }
 
 // TestPoolPageVersion1Fixture renders a report that poolrun wrote at

@@ -325,3 +325,23 @@ func (tl *timeline) commandsLine(p *page, w workerReport, bars []bar, yOf func(i
 	p.f("<path class=\"cmdmem\" d=\"%s\"><title>%s</title></path>\n", d.String(),
 		esc(fmt.Sprintf("worker %d's commands: at most %s of peak RSS at once (at %s), summed over the commands running", w.Index, humanBytes(top.v), secs(top.t))))
 }
+
+// commandLine says how a workflow job's command ended and the memory it
+// took, where the report says (version 2).
+func commandLine(j *jobRecord) []string {
+	var parts []string
+	switch {
+	case j.ExitStatus == nil:
+	case j.Signal != "":
+		parts = append(parts, "killed by signal "+j.Signal)
+	default:
+		parts = append(parts, fmt.Sprintf("exit status %d", *j.ExitStatus))
+	}
+	if j.PeakRSS > 0 {
+		parts = append(parts, "peak RSS "+humanBytes(j.PeakRSS))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return []string{"command: " + strings.Join(parts, ", ")}
+}
