@@ -624,8 +624,9 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 	tl.drawItems(p, w, y+laneH)
 
 	// The chart: cache bytes (area, a step as the worker reports after each
-	// job), RSS (dashed line, broken where unknown), builds (▲ at the
-	// bottom) and evictions (▼ at the top).
+	// job); RSS (dashed line, broken where unknown), or for a run report
+	// of version 2 the commands' memory (area); in a report without items,
+	// builds (▲ at the bottom) and evictions (▼ at the top).
 	cy := y + laneH + tl.itemsHeight(w.Items) + chartGap
 	cb := cy + chartH // the chart's bottom
 	yOf := func(v int64) float64 { return cb - float64(v)/float64(top)*(chartH-2) }
