@@ -20,33 +20,34 @@ const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
 
 Turns the JSON report of a pool run (--report FILE.json of poolrun scaffold,
 run or bench) into one HTML page that opens offline in any browser: no
-network, no other file. For scaffold and run it draws a timeline per worker,
-each job a bar coloured by its workflow entry or function, a failed one
-outlined and marked (hover over a bar for the job's id, function, labels,
-times and error); under it a bar per item the worker built, from its build
-to its eviction, named and sized (hover for why it went); then the
-worker's cache bytes over time, and its resident memory (for run, the sum
-of its running commands' peak memory); then the tables of the workers and
-of the totals. A bench report holds each run's
-figures but not its jobs nor samples over time: its page has one table per
-worker count, a row per run, and says so.
+network, no other file. For scaffold and run it draws a timeline per
+worker: each job a bar coloured by its workflow entry or function, a
+failed one outlined and marked (hover over a bar for the job's id,
+function, labels, times and error); under it a bar per item the worker
+built, from its build to its eviction, named and sized (hover for why it
+went); then the worker's cache bytes over time and its resident memory
+(for run, the sum of its running commands' peak memory); then the tables
+of the workers and of the totals. A bench report holds each run's figures
+but not its jobs nor samples over time: its page has one table per worker
+count, a row per run, and says so.
 `
 
 const reportDetails = `The page goes to the PAGE.html of -o, by default beside the report, named
 as it is with .html for .json (r.json: r.html); it is written whole or not
-at all, and its path is printed.
+at all, and its path is printed. A file that is not a poolrun report, or of
+a newer version than this poolrun reads, is refused with exit status 2.
+docs/REPORT.md describes the report's fields.
 
 --format trace writes the Chrome trace event format instead (by default to
 FILE.trace.json), which https://ui.perfetto.dev and chrome://tracing open
 for zoom and search: a process per worker, its job runs as complete events
 on its "jobs" thread, its items as async spans, its cache bytes and memory
 as counters (docs/REPORT.md says more). A bench report has no timeline to
-trace. A file that is not a poolrun report, or of
-a newer version than this poolrun reads, is refused with exit status 2.
-docs/REPORT.md describes the report's fields.
+trace.
 
-Example:
+Examples:
   poolrun scaffold --scale 0.2 -j 2 --report r.json && poolrun report r.json
+  poolrun report --format trace r.json     # r.trace.json, for Perfetto
 `
 
 // maxReportSize bounds the report that poolrun report reads, 1 GiB: a
