@@ -780,6 +780,12 @@ func FuzzReport(f *testing.F) {
 	f.Add([]byte(`{"command": "run", "workers": [{"index": 3, "samples": [{"t": -1, "cache_bytes": -5, "rss_bytes": 9e18}]}], "jobs": [{"id": 1, "status": "\u0000", "worker": 9, "started": "2026-01-01T00:00:00Z"}], "totals": {"wall_seconds": 1e-300}}`))
 	f.Add([]byte(`{"version": 1, "command": "run", "workers": [], "jobs": [{"id": 1, "labels": {"id": "]]>&<"}, "attempts": [{"worker": 2, "status": "aborted"}]}], "totals": {"wall_seconds": 1e300}}`))
 	f.Add([]byte(`{"command": "bench", "results": [{"workers": 2, "modes": [{"mode": "<m>", "runs": [{"worker_peak_cache_bytes": [1, 2]}]}]}]}`))
+	// Version 2: items, and a run's commands.
+	f.Add([]byte(`{"version":2,"command":"run w","started":"2026-01-02T03:04:05Z","totals":{"wall_seconds":1,"command_rss_floor_bytes":5},"workers":[{"index":1,"samples":[{"t":0.5}],"items":[` +
+		`{"name":"poolrun.item:a@0123456789abcdef","bytes":9,"build_started":"2026-01-02T03:04:05.1Z","built":"2026-01-02T03:04:05.2Z","evicted":"2026-01-02T03:04:05.5Z","evicted_by":"policy"},` +
+		`{"name":"<b>","build_started":"2026-01-02T03:04:05.6Z","built":"2026-01-02T03:04:05.4Z","evicted_by":"x"}]}],` +
+		`"jobs":[{"id":1,"status":"failed","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.1Z","job_id":"a","line":3,"exit_status":-1,"signal":"SIGKILL","peak_rss_bytes":7},` +
+		`{"id":2,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.9Z","job_id":"b","line":3,"exit_status":0,"peak_rss_bytes":70}]}`))
 	const path = "r.json"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := decodeReport(path, data)
@@ -794,6 +800,12 @@ func FuzzReport(f *testing.F) {
 			t.Fatal(err)
 		}
 		parsePage(t, page.Bytes())
+		if l.pool != nil {
+			var trace bytes.Buffer
+			if err := writeTrace(&trace, l.pool, path); err != nil || !json.Valid(trace.Bytes()) {
+				t.Fatalf("the trace: %v, valid JSON %v", err, json.Valid(trace.Bytes()))
+			}
+		}
 	})
 }
 

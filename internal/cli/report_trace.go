@@ -48,8 +48,16 @@ type traceFile struct {
 	OtherData       map[string]any `json:"otherData"`
 }
 
-// usec is s seconds in microseconds, to the nanosecond.
-func usec(s float64) float64 { return math.Round(s*1e9) / 1e3 }
+// usec is s seconds in microseconds, to the nanosecond; within a century
+// either side of t0, so that odd times in a report still make JSON
+// numbers.
+func usec(s float64) float64 {
+	const century = 100 * 365 * 24 * 3600
+	if math.IsNaN(s) {
+		return 0
+	}
+	return math.Round(min(max(s, -century), century)*1e9) / 1e3
+}
 
 // writeTrace writes the trace of pool report r, read from the file named
 // src, to w.
