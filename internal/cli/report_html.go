@@ -878,6 +878,20 @@ func totalsTable(p *page, r *report) {
 		{"sum of the workers' peak RSS", rss(t.PeakRSS)},
 		{"window publishes", strconv.FormatUint(t.Publishes, 10)},
 	}
+	if commandsMemory(r) {
+		var top *jobRecord
+		for _, j := range r.Jobs {
+			if j.PeakRSS > 0 && (top == nil || j.PeakRSS > top.PeakRSS) {
+				top = j
+			}
+		}
+		if top != nil {
+			rows = append(rows, [2]string{"largest peak RSS of a command", fmt.Sprintf("%s (%s)", humanBytes(top.PeakRSS), pageJobName(top))})
+		}
+		if t.CommandRSSFloor > 0 {
+			rows = append(rows, [2]string{"poolrun's own peak RSS (counted in every command's)", humanBytes(t.CommandRSSFloor)})
+		}
+	}
 	if b := t.BudgetExceeded; b.Jobs > 0 {
 		rows = append(rows, [2]string{"jobs past the cache budget by their own items",
 			fmt.Sprintf("%d (at most %s: job %d on worker %d)", b.Jobs, humanBytes(b.MaxBytes), b.JobID, b.Worker)})

@@ -167,6 +167,10 @@ func TestPoolPageItems(t *testing.T) {
 	if title := bars[1][0].title(); !strings.Contains(title, "command: exit status 0, peak RSS 60.0 MiB") {
 		t.Errorf("job 1's hover text %q does not give its exit status and memory", title)
 	}
+	totals := html.named("table", "totals")
+	if len(totals) != 1 || !strings.Contains(totals[0].allText(), `60.0 MiB (job 1 "prepare")`) || !strings.Contains(totals[0].allText(), "16.0 MiB") {
+		t.Errorf("the totals do not give the largest command's peak RSS and poolrun's own")
+	}
 }
 
 // TestPoolPageVersion1Fixture renders a report that poolrun wrote at
