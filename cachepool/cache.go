@@ -58,6 +58,9 @@ type Cache struct {
 	lastBytes []int64
 	// lru is EvictLRU's scratch space, kept between calls.
 	lru []lruCandidate
+	// journal records builds and evictions while SetJournal has it on;
+	// nil when it is off.
+	journal *journal
 
 	// EvictGen skips its scan when neither the generation nor version
 	// changed since the last scan.
@@ -291,6 +294,7 @@ func (c *Cache) finishBuild(e *entry, val any, size int64, dur time.Duration, er
 			c.lastBytes = append(c.lastBytes, make([]int64, id+1-len(c.lastBytes))...)
 		}
 		c.lastBytes[e.b.id] = size
+		c.recordBuild(e, dur)
 		c.version.Add(1)
 		e.state.Store(stateReady)
 	}

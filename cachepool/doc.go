@@ -64,6 +64,13 @@
 // resident bytes leave room for the build. Its evictions are evictions like
 // any other: each cleanup runs once and [Stats.Evictions] counts them.
 //
+// # Journal
+//
+// [Cache.SetJournal] makes a cache record every successful build (its
+// start, end and size) and every eviction, and [Cache.TakeJournal] hands
+// the [Record]s out: a poolrun worker sends them to the pool with its
+// replies, so that a report can name each item and draw its lifetime.
+//
 // # Lifetimes and caveats
 //
 //   - A value returned by Get stays valid until its item is next evicted;

@@ -185,6 +185,7 @@ func (c *Cache) detachLRU(target int64, keep func(uint64) bool) []*entry {
 // resident list, marks them evicting and counts them. c.mu must be held.
 // From here on, a Get of a victim waits for its cleanup.
 func (c *Cache) detachLocked(victims []*entry) {
+	c.recordEvictions(victims)
 	for _, e := range victims {
 		e.gone = make(chan struct{})
 		e.state.Store(stateEvicting)

@@ -38,7 +38,9 @@
 // cancelled while it ran, [Aborted] if its worker died under it, and
 // [Skipped] if it was queued with [Skip] (its work was done before: it
 // does not run, and its dependents go on as after a success).
-// Listeners ([OnEvent]) see every change, in order, from one goroutine.
+// Listeners ([OnEvent]) see every change, in order, from one goroutine,
+// and each item a worker built or evicted, with its name, size, times and
+// why it went ([ItemBuilt], [ItemEvicted], [EvictReason]).
 //
 // # Resources
 //

@@ -44,9 +44,19 @@ const (
 	// Worker, Attempt): Running says that it was sent, and a worker
 	// that is sent short jobs ahead runs them one after the other.
 	JobStarted
+	// ItemBuilt: a worker built an item (Worker, Item, ItemBytes, and
+	// ItemStart and ItemEnd, when the build began and ended). Workers
+	// report their builds with their replies, so the event comes at the
+	// end of the job that built the item, or later.
+	ItemBuilt
+	// ItemEvicted: a worker evicted an item (Worker, Item, ItemBytes,
+	// Reason, and ItemStart and ItemEnd, both when it was evicted).
+	// Evictions at the end of the pool come with the workers' goodbyes;
+	// a worker that dies reports none for the items it held.
+	ItemEvicted
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started", "built", "evicted"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -83,6 +93,17 @@ type Event struct {
 	// Items and Capacity: the distinct items a window was to list, and its
 	// slots (WindowOverflow, WindowFits).
 	Items, Capacity int
+	// Item is the name of the item built or evicted, ItemBytes its size
+	// (by its Size function; 0 without one), ItemStart and ItemEnd the
+	// times of its build or eviction, by the pool's clock (a remote
+	// worker's are shifted by the time its message took), and Reason why
+	// it was evicted (ItemBuilt, ItemEvicted).
+	Item               string
+	ItemBytes          int64
+	ItemStart, ItemEnd time.Time
+	Reason             EvictReason
+	// item carries the item fields from emit to the listener.
+	item *itemNote
 
 	// Counts holds the number of jobs in each status after the event,
 	// indexed by Status. CacheBytes is the memory that items resident in the
@@ -143,6 +164,7 @@ type eventRecord struct {
 	worker, attempt, pid, items, capacity int32
 	counts                                [numStatuses]int32
 	kind, pool, old, new                  uint8
+	item                                  *itemNote // ItemBuilt, ItemEvicted
 }
 
 func (r *eventRecord) event() Event {
@@ -151,6 +173,9 @@ func (r *eventRecord) event() Event {
 		Items: int(r.items), Capacity: int(r.capacity), CacheBytes: r.cacheBytes}
 	for i, c := range r.counts {
 		e.Counts[i] = int(c)
+	}
+	if r.item != nil {
+		r.item.fill(&e)
 	}
 	return e
 }
@@ -164,7 +189,7 @@ func (p *Pool) emit(e Event) {
 	now := time.Now()
 	r := eventRecord{fn: e.Func, labels: e.Labels, err: e.Err, time: now.UnixNano(), jobID: int64(e.JobID),
 		worker: int32(e.Worker), attempt: int32(e.Attempt), pid: int32(e.PID), items: int32(e.Items), capacity: int32(e.Capacity),
-		kind: uint8(e.Kind), pool: uint8(p.state), old: uint8(e.Old), new: uint8(e.New)}
+		kind: uint8(e.Kind), pool: uint8(p.state), old: uint8(e.Old), new: uint8(e.New), item: e.item}
 	for i, c := range p.counts {
 		r.counts[i] = int32(c)
 	}

@@ -76,6 +76,11 @@ type runner struct {
 	version  uint64 // the cache's version at the last report of the resident set
 	reported bool
 	items    []cachepool.Resident
+
+	// journal is takeItems' scratch space; notes are the builds and
+	// evictions not yet reported (see items.go).
+	journal []cachepool.Record
+	notes   []itemNote
 }
 
 // sync brings the worker's view of the window to at least generation gen
@@ -229,12 +234,13 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 			n := 0
 			if r.have && r.win.Gen() != r.snap.Gen {
 				n, _ = r.sync(0)
+				r.takeItems(EvictedByPolicy)
 			}
 			var err error
 			if n > 0 {
 				// Said under r.mu, so that it cannot pass the serve loop's
 				// later reports (the bye's statistics above all).
-				st := &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident()}
+				st := &workerState{evicted: n, stats: r.cache.Stats(), resident: r.resident(), items: r.itemNotes()}
 				r.version, r.reported = r.cache.Version(), true
 				err = wc.state(st)
 			}

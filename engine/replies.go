@@ -53,10 +53,12 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	case m.state != nil && pl.saidBye:
 		// Older than the goodbye's statistics: nothing to take.
 	case m.state != nil:
+		s.items(pl, m.state.items)
 		s.setCur(pl, m.state.stats)
 		pl.evicted += uint64(m.state.evicted)
 		s.setResident(pl, m.state.resident)
 	case m.bye != nil:
+		s.items(pl, m.bye.items)
 		s.setCur(pl, m.bye.stats)
 		pl.peakRSS = max(pl.peakRSS, m.bye.peakRSS)
 		s.setResident(pl, nil)
@@ -87,6 +89,7 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 // back, which came at now.
 func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	p := s.p
+	s.items(pl, rep.items)
 	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
 		return
 	}

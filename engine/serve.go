@@ -27,8 +27,9 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		wc.release() // it may wait for the window: the last reply goes first
 	}
 	evicted, err := r.sync(t.gen)
+	r.takeItems(EvictedByPolicy)
 	if evicted > 0 {
-		st := &workerState{evicted: evicted, stats: r.cache.Stats(), resident: r.resident()}
+		st := &workerState{evicted: evicted, stats: r.cache.Stats(), resident: r.resident(), items: r.itemNotes()}
 		r.version, r.reported = r.cache.Version(), true
 		wc.state(st) // a broken pipe shows at the reply
 	} else {
@@ -94,6 +95,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	}
 	rep.elapsed = time.Since(rep.start)
 	r.cur = nil
+	r.takeItems(EvictedForBudget)
 	rep.budgetEvicted = int(r.budgetEvicted.Swap(0))
 	rep.stats = r.cache.Stats()
 	rep.held = rep.stats.Bytes
@@ -105,6 +107,8 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		rep.evicted += n
 		rep.stats = r.cache.Stats()
 	}
+	r.takeItems(EvictedByPolicy)
+	rep.items = r.itemNotes()
 	r.report(rep)
 	return rep
 }
@@ -184,6 +188,8 @@ func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepoo
 	// child, which would cost each job a registration in it.
 	r.base = context.WithoutCancel(ctx)
 	defer context.AfterFunc(ctx, func() { wc.control().cancelRunning(context.Cause(ctx)) })()
+	cache.SetJournal(true)
+	defer cache.SetJournal(false)
 	if params.budget > 0 {
 		cache.SetBeforeBuild(r.beforeBuild)
 		defer cache.SetBeforeBuild(nil)
@@ -242,7 +248,8 @@ func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepoo
 		if stop {
 			r.mu.Lock()
 			cache.Clear()
-			b := &byeInfo{stats: cache.Stats(), peakRSS: peakRSS()}
+			r.takeItems(EvictedAtEnd)
+			b := &byeInfo{stats: cache.Stats(), peakRSS: peakRSS(), items: r.itemNotes()}
 			r.mu.Unlock()
 			return wc.bye(b)
 		}

@@ -101,6 +101,7 @@ type workerState struct {
 	evicted  int
 	stats    cachepool.Stats
 	resident []residentItem
+	items    []itemNote // the builds and evictions since the last report
 }
 
 // byeInfo is what a worker reports when it stops: its cache's final
@@ -109,6 +110,7 @@ type workerState struct {
 type byeInfo struct {
 	stats   cachepool.Stats
 	peakRSS int64
+	items   []itemNote // the builds and evictions since the last report
 }
 
 // hello is what a worker says when it is ready to serve. A worker that
@@ -186,6 +188,9 @@ type reply struct {
 	// changed since the last report (residentSent).
 	residentSent bool
 	resident     []residentItem
+	// items are the builds and evictions since the last report: the
+	// job's builds, and the evictions before and after it.
+	items []itemNote
 }
 
 // workerConn is a worker's side of a transport: the serve loop reads tasks

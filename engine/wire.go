@@ -13,7 +13,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 9
+	protoVersion = 10
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -168,6 +168,7 @@ func (e *enc) done(r *reply) {
 	e.int(r.held)
 	e.stats(r.stats)
 	e.resident(r.residentSent, r.resident)
+	e.items(r.items)
 	e.end(at)
 }
 
@@ -177,6 +178,7 @@ func (e *enc) state(s *workerState) {
 	e.uint(uint64(s.evicted))
 	e.stats(s.stats)
 	e.resident(true, s.resident)
+	e.items(s.items)
 	e.end(at)
 }
 
@@ -184,5 +186,6 @@ func (e *enc) bye(b *byeInfo) {
 	at := e.begin(frameBye)
 	e.stats(b.stats)
 	e.int(b.peakRSS)
+	e.items(b.items)
 	e.end(at)
 }

@@ -23,7 +23,8 @@ func wireSeeds() [][]byte {
 	e.done(&reply{id: 9, outcome: outcomePanic, start: time.Unix(0, 12345), elapsed: 678,
 		payload: []byte("boom"), stack: []byte("goroutine 1"), evicted: 2,
 		stats:        cachepool.Stats{Hits: 1, Builds: 2, Evictions: 3, Resident: 4, Bytes: 5, PeakBytes: 6, BuildTime: 7},
-		residentSent: true, resident: []residentItem{{1, 10}, {2, 20}}})
+		residentSent: true, resident: []residentItem{{1, 10}, {2, 20}},
+		items: []itemNote{{key: 1, name: "a", bytes: 10, start: time.Now(), end: time.Now()}, {key: 2, name: "b", reason: EvictedForBudget}}})
 	e.state(&workerState{evicted: 1, resident: []residentItem{{3, 30}}})
 	e.alive()
 	e.bye(&byeInfo{stats: cachepool.Stats{Hits: 8}, peakRSS: 1 << 30})

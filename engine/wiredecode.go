@@ -222,11 +222,13 @@ func (d *dec) revoke() (id, seq uint64, err error) {
 func (d *dec) state() (*workerState, error) {
 	s := &workerState{evicted: int(d.uint()), stats: d.stats()}
 	_, s.resident = d.resident()
+	s.items = d.items()
 	return s, d.err
 }
 
 func (d *dec) bye() (*byeInfo, error) {
 	b := &byeInfo{stats: d.stats(), peakRSS: d.int()}
+	b.items = d.items()
 	return b, d.err
 }
 
@@ -242,6 +244,7 @@ func (d *dec) done() (*reply, error) {
 	r.held = d.int()
 	r.stats = d.stats()
 	r.residentSent, r.resident = d.resident()
+	r.items = d.items()
 	return r, d.err
 }
 

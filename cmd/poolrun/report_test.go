@@ -78,7 +78,7 @@ func readPage(t *testing.T, path string) pageParts {
 }
 
 // TestReportPage runs a small workflow on two workers with --report, then
-// poolrun report on its report: the report has version 1 and samples of
+// poolrun report on its report: the report has version 2 and samples of
 // every worker, and the page draws every job, by its id, coloured by how
 // it ended, on a worker's lane or among those that never ran.
 func TestReportPage(t *testing.T) {
@@ -126,8 +126,8 @@ jobs:
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Version != 1 || len(rep.Workers) != 2 || len(rep.Jobs) != 7 {
-		t.Fatalf("report: version %d, %d workers, %d jobs; want 1, 2, 7", rep.Version, len(rep.Workers), len(rep.Jobs))
+	if rep.Version != 2 || len(rep.Workers) != 2 || len(rep.Jobs) != 7 {
+		t.Fatalf("report: version %d, %d workers, %d jobs; want 2, 2, 7", rep.Version, len(rep.Workers), len(rep.Jobs))
 	}
 	for _, w := range rep.Workers {
 		if len(w.Samples) == 0 {
@@ -197,7 +197,7 @@ func TestReportBenchAndBadInput(t *testing.T) {
 	}
 
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: a\n    run: 'true'\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "new.json"), []byte(`{"version": 2, "command": "run", "workers": [], "jobs": [], "totals": {}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "new.json"), []byte(`{"version": 3, "command": "run", "workers": [], "jobs": [], "totals": {}}`), 0o644)
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -205,7 +205,9 @@ func TestReportBenchAndBadInput(t *testing.T) {
 	}{
 		{"missing", []string{"report", "none.json"}, "none.json: no such file"},
 		{"not a report", []string{"report", "wf.yaml"}, "wf.yaml: not a poolrun report"},
-		{"newer version", []string{"report", "new.json"}, "new.json: unknown report version 2"},
+		{"newer version", []string{"report", "new.json"}, "new.json: unknown report version 3"},
+		{"bad format", []string{"report", "--format", "svg", "new.json"}, "--format svg: want html or trace"},
+		{"trace of a bench", []string{"report", "--format", "trace", "b.json"}, "holds no timeline to trace"},
 		{"no file", []string{"report"}, "want one report file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,16 +16,20 @@ import (
 )
 
 const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
+       poolrun report --format trace [-o TRACE.json] FILE.json
 
 Turns the JSON report of a pool run (--report FILE.json of poolrun scaffold,
 run or bench) into one HTML page that opens offline in any browser: no
-network, no other file. For scaffold and run it draws a timeline per worker,
-each job a bar coloured by how it ended (hover over a bar for the job's id,
-function, labels, times and error), under it the worker's cache bytes and
-resident memory over time with its builds and evictions marked, and the
-tables of the workers and of the totals. A bench report holds each run's
-figures but not its jobs nor samples over time: its page has one table per
-worker count, a row per run, and says so.
+network, no other file. For scaffold and run it draws a timeline per
+worker: each job a bar coloured by its workflow entry or function, a
+failed one outlined and marked (hover over a bar for the job's id,
+function, labels, times and error); under it a bar per item the worker
+built, from its build to its eviction, named and sized (hover for why it
+went); then the worker's cache bytes over time and its resident memory
+(for run, the sum of its running commands' peak memory); then the tables
+of the workers and of the totals. A bench report holds each run's figures
+but not its jobs nor samples over time: its page has one table per worker
+count, a row per run, and says so.
 `
 
 const reportDetails = `The page goes to the PAGE.html of -o, by default beside the report, named
@@ -34,8 +38,16 @@ at all, and its path is printed. A file that is not a poolrun report, or of
 a newer version than this poolrun reads, is refused with exit status 2.
 docs/REPORT.md describes the report's fields.
 
-Example:
+--format trace writes the Chrome trace event format instead (by default to
+FILE.trace.json), which https://ui.perfetto.dev and chrome://tracing open
+for zoom and search: a process per worker, its job runs as complete events
+on its "jobs" thread, its items as async spans, its cache bytes and memory
+as counters (docs/REPORT.md says more). A bench report has no timeline to
+trace.
+
+Examples:
   poolrun scaffold --scale 0.2 -j 2 --report r.json && poolrun report r.json
+  poolrun report --format trace r.json     # r.trace.json, for Perfetto
 `
 
 // maxReportSize bounds the report that poolrun report reads, 1 GiB: a
@@ -43,9 +55,10 @@ Example:
 const maxReportSize = 1 << 30
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var out string
+	var out, format string
 	fs := newFlagSet("report", reportUsage, reportDetails)
-	fs.StringVarP(&out, "output", "o", "", "write the page to `PAGE.html` (default: FILE.json's name with .html)")
+	fs.StringVarP(&out, "output", "o", "", "write the page to `PAGE.html` (default: FILE.json's name with .html, or .trace.json with --format trace)")
+	fs.StringVar(&format, "format", "html", "what to write: `html` (the page) or trace (the Chrome trace event format, for Perfetto)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -57,15 +70,21 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError(fs, "want one report file, got none")
 	case fs.NArg() > 1:
 		return usageError(fs, fmt.Sprintf("want one report file, got %q and %q", fs.Arg(0), fs.Arg(1)))
+	case format != "html" && format != "trace":
+		return usageError(fs, fmt.Sprintf("--format %s: want html or trace", format))
 	}
-	return makePage(fs.Arg(0), out, stdout)
+	return makePage(fs.Arg(0), out, format, stdout)
 }
 
-// makePage reads the report in and writes its page to out ("": in's name
-// with .html), then prints out's path.
-func makePage(in, out string, stdout io.Writer) error {
+// makePage reads the report in and writes its page (format "html") or
+// its trace (format "trace") to out ("": in's name with .html, or
+// .trace.json), then prints out's path.
+func makePage(in, out, format string, stdout io.Writer) error {
 	if out == "" {
 		out = strings.TrimSuffix(in, ".json") + ".html"
+		if format == "trace" {
+			out = strings.TrimSuffix(in, ".json") + ".trace.json"
+		}
 	}
 	if out == in {
 		return badInputf("poolrun report: -o %s: that is the report itself", out)
@@ -78,7 +97,15 @@ func makePage(in, out string, stdout io.Writer) error {
 		return badInput(fmt.Errorf("poolrun report: %w", err))
 	}
 	var page bytes.Buffer
-	if err := rep.render(&page, filepath.Base(in)); err != nil {
+	if format == "trace" {
+		if rep.pool == nil {
+			return badInputf("poolrun report: --format trace: %s is a bench report, which holds no timeline to trace", in)
+		}
+		err = writeTrace(&page, rep.pool, filepath.Base(in))
+	} else {
+		err = rep.render(&page, filepath.Base(in))
+	}
+	if err != nil {
 		return fmt.Errorf("poolrun report: %s: %w", in, err)
 	}
 	if err := atomicfile.Write(out, page.Bytes()); err != nil {

@@ -56,6 +56,21 @@ svg .rss { fill: none; stroke: var(--rss); stroke-width: 1.3; stroke-dasharray: 
 svg .build { fill: var(--cache); stroke: #fff; stroke-width: 0.6; }
 svg .evict { fill: var(--evict); stroke: #fff; stroke-width: 0.6; }
 svg .bar1 { fill: var(--cache); } svg .bar2 { fill: #8c8c8c; }
+svg .job.failed { stroke: var(--failed); stroke-width: 2; }
+svg .job.aborted { stroke: var(--aborted); stroke-width: 1.5; stroke-dasharray: 3 2; }
+svg .job.cancelled, svg .job.skipped { fill-opacity: 0.35; }
+svg .job.other { fill-opacity: 0.5; stroke: var(--other); stroke-dasharray: 2 2; }
+svg text.failmark { font-size: 11px; font-weight: 700; fill: var(--failed); pointer-events: none; }
+svg .itemlane { fill: #f8f8f8; }
+svg .item-held { fill-opacity: 0.55; } svg .item:hover rect { stroke: #000; stroke-width: 1; }
+svg .item-held.policy { fill: var(--cache); } svg .item-held.budget { fill: var(--evict); }
+svg .item-held.end { fill: #8c8c8c; } svg .item-held.died { fill: var(--aborted); } svg .item-held.held { fill: #c8c8c8; }
+svg .item-build { fill: #123; fill-opacity: 0.75; }
+svg text.itemname { font-size: 9.5px; fill: #111; pointer-events: none; }
+svg .cmdmem { fill: rgba(85, 85, 85, 0.12); stroke: #555; stroke-width: 1.3; }
+.sw.item { background: rgba(0, 114, 178, 0.55); border-left: 4px solid #123; border-radius: 0; width: 18px; height: 10px; }
+.sw.mem { background: rgba(85, 85, 85, 0.12); border-top: 2px solid #555; border-radius: 0; height: 10px; }
+.sw.failedmark { background: #fff; border: 2px solid var(--failed); }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 4px 0 8px; }
 th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid #eaeaea; vertical-align: top; white-space: nowrap; }
 th { background: #f5f5f5; font-weight: 600; }
@@ -101,7 +116,7 @@ func (p *page) f(format string, args ...any) { fmt.Fprintf(p, format, args...) }
 func (p *page) head(title string) {
 	p.f("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
 	p.f("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
-	p.f("<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n", esc(title), pageStyle)
+	p.f("<title>%s</title>\n<style>%s%s</style>\n</head>\n<body>\n", esc(title), pageStyle, groupStyle())
 }
 
 // foot closes the page.
@@ -129,6 +144,9 @@ type timeline struct {
 	r    *report
 	t0   time.Time // time 0: when the pool started
 	span float64   // the seconds shown
+	// groups colour the jobs' bars (see jobGroups).
+	groups  []*jobGroup
+	groupOf map[int]*jobGroup
 }
 
 // newTimeline places t0 at the pool's start (for a report without one, the
@@ -156,10 +174,18 @@ func newTimeline(r *report) *timeline {
 			end = max(end, w.Samples[n-1].T)
 		}
 	}
+	for _, w := range r.Workers {
+		for _, it := range w.Items {
+			if it.Evicted != nil {
+				end = max(end, tl.sec(*it.Evicted))
+			}
+		}
+	}
 	if !(end > 0) {
 		end = 1
 	}
 	tl.span = end
+	tl.groups, tl.groupOf = jobGroups(r)
 	return tl
 }
 
@@ -329,6 +355,9 @@ func barTitle(b bar) string {
 		times = append(times, fmt.Sprintf("ended %s: %s", secs(b.end), roundDur(secondsDur(b.end-b.start))))
 	}
 	lines = append(lines, strings.Join(times, ", "))
+	if last := b.attempt == 0 || b.attempt == len(j.Attempts); last {
+		lines = append(lines, commandLine(j)...)
+	}
 	if b.err != "" {
 		lines = append(lines, "error: "+clip(b.err, 600))
 	}
@@ -438,14 +467,24 @@ func (tl *timeline) svg(p *page) {
 	slices.SortFunc(workers, func(a, b workerReport) int { return a.Index - b.Index })
 
 	var top int64 // the charts' common scale
+	cmdMem := commandsMemory(tl.r)
 	for _, w := range workers {
 		for _, s := range w.Samples {
-			top = max(top, s.CacheBytes, s.RSS)
+			top = max(top, s.CacheBytes)
+			if !cmdMem {
+				top = max(top, s.RSS)
+			}
+		}
+		if cmdMem {
+			top = max(top, maxStep(tl.commandSteps(byWorker[w.Index])).v)
 		}
 	}
 	top = niceBytes(top)
 
-	height := axisH + float64(len(workers))*(laneH+chartGap+chartH+blockGap) + 22
+	height := axisH + 22
+	for _, w := range workers {
+		height += laneH + tl.itemsHeight(w.Items) + chartGap + chartH + blockGap
+	}
 	if len(notRun) > 0 {
 		height += notRunH + blockGap
 	}
@@ -477,7 +516,7 @@ func (tl *timeline) svg(p *page) {
 	serial := tl.r.Options.Workers == 0
 	for _, w := range workers {
 		tl.workerBlock(p, w, byWorker[w.Index], y, top, serial)
-		y += laneH + chartGap + chartH + blockGap
+		y += laneH + tl.itemsHeight(w.Items) + chartGap + chartH + blockGap
 	}
 	if len(notRun) > 0 {
 		p.f("<g class=\"notrun-lane\">\n<text class=\"worker\" x=\"8\" y=\"%s\">not run</text>", f1(y+12))
@@ -561,22 +600,34 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 		b := bars[i]
 		x0, x1 := tl.x(b.start), tl.x(b.end)
 		width := max(x1-x0, 1)
+		failed := b.status == "failed"
+		if failed {
+			// A failure of a few milliseconds still shows.
+			width = max(width, minFailedWidth)
+		}
 		by := y + 1 + float64(rows[i])*rowH
-		class := "job " + statusClass(b.status)
+		// The group's colour comes after the status's in the style, and
+		// wins: the status shows as an outline or a paler bar.
+		class := "job " + statusClass(b.status) + " " + tl.groupClass(b.job)
 		if i%2 == 1 {
 			class += " alt"
 		}
-		p.f("<rect class=\"%s\" data-job=\"%d\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"><title>%s</title></rect>\n",
-			class, b.job.ID, f1(x0), f1(by), f1(width), f1(rowH), esc(barTitle(b)))
+		p.f("<rect class=\"%s\" data-job=\"%d\" data-status=\"%s\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"><title>%s</title></rect>\n",
+			class, b.job.ID, esc(b.status), f1(x0), f1(by), f1(width), f1(rowH), esc(barTitle(b)))
+		if failed {
+			p.f("<text class=\"failmark\" x=\"%s\" y=\"%s\" text-anchor=\"middle\">✕</text>\n", f1(x0+width/2), f1(y-1.5))
+		}
 		if name := shortName(b.job); rowH >= 12 && width >= float64(len(name))*6+8 {
 			p.f("<text class=\"in\" x=\"%s\" y=\"%s\">%s</text>\n", f1(x0+4), f1(by+rowH/2+3.5), esc(name))
 		}
 	}
+	tl.drawItems(p, w, y+laneH)
 
 	// The chart: cache bytes (area, a step as the worker reports after each
-	// job), RSS (dashed line, broken where unknown), builds (▲ at the
-	// bottom) and evictions (▼ at the top).
-	cy := y + laneH + chartGap
+	// job); RSS (dashed line, broken where unknown), or for a run report
+	// of version 2 the commands' memory (area); in a report without items,
+	// builds (▲ at the bottom) and evictions (▼ at the top).
+	cy := y + laneH + tl.itemsHeight(w.Items) + chartGap
 	cb := cy + chartH // the chart's bottom
 	yOf := func(v int64) float64 { return cb - float64(v)/float64(top)*(chartH-2) }
 	p.f("<rect class=\"chart\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\"/>\n", f1(gutter), f1(cy), f1(plotW), f1(chartH))
@@ -607,27 +658,15 @@ func (tl *timeline) workerBlock(p *page, w workerReport, bars []bar, y float64, 
 	}
 	p.f("<path class=\"cache\" d=\"%s\"><title>%s</title></path>\n", d.String(),
 		esc(fmt.Sprintf("worker %d's cache: at most %s (at %s)", w.Index, humanBytes(peak.CacheBytes), secs(peak.T))))
-	d.Reset()
-	var peakRSS sample
-	pen := false // the path is drawing (the last RSS was known)
-	for _, s := range ss {
-		if s.RSS <= 0 {
-			pen = false
-			continue
-		}
-		cmd := "L"
-		if !pen {
-			cmd = "M"
-		}
-		fmt.Fprintf(&d, "%s%s %s", cmd, f1(tl.x(s.T)), f1(yOf(s.RSS)))
-		pen = true
-		if s.RSS > peakRSS.RSS {
-			peakRSS = s
-		}
+	if commandsMemory(tl.r) {
+		tl.commandsLine(p, w, bars, yOf, cb)
+	} else {
+		rssLine(p, tl, w, ss, yOf)
 	}
-	if d.Len() > 0 {
-		p.f("<path class=\"rss\" d=\"%s\"><title>%s</title></path>\n", d.String(),
-			esc(fmt.Sprintf("worker %d's resident memory: at most %s (at %s)", w.Index, humanBytes(peakRSS.RSS), secs(peakRSS.T))))
+	if len(w.Items) > 0 || tl.r.Version >= 2 {
+		// The items' own bars say which was built and evicted when.
+		p.f("</g>\n")
+		return
 	}
 	for _, s := range ss {
 		x := tl.x(s.T)
@@ -675,22 +714,7 @@ func renderPoolPage(w io.Writer, r *report, src string) error {
 	for _, j := range r.Jobs {
 		counts[statusClass(j.Status)]++
 	}
-	p.f("<div class=\"legend\">")
-	for _, st := range append(slices.Clone(pageStatuses), "other") {
-		if st == "other" && counts[st] == 0 {
-			continue
-		}
-		name := st
-		if st == "other" {
-			name = "unfinished"
-		}
-		p.f("<span><i class=\"sw\" style=\"background: var(--%s)\"></i>%s %d</span>", st, name, counts[st])
-	}
-	p.f("<span><i class=\"sw area\"></i>cache bytes</span><span><i class=\"sw line\"></i>resident memory (RSS)</span>")
-	p.f("<span><b class=\"mark\" style=\"color: var(--cache)\">▲</b>items built</span><span><b class=\"mark\" style=\"color: var(--evict)\">▼</b>items evicted</span>")
-	p.f("</div>\n")
-	p.f("<p class=\"hint\">A bar runs from when the job began on its worker (from when it was sent, for a run that never began and in a report of an older poolrun) to when it ended; hover over it for the job's id, function, labels, times and error. A worker reports its cache after each job, so a build or eviction shows at the first sample (every %s) after the job that made it; the last sample is taken after the pool ended, with the workers' caches cleared.</p>\n",
-		esc(sampleEvery(r.SampleSeconds)))
+	pageLegend(&p, r, tl, counts)
 	tl.svg(&p)
 
 	p.f("<h2>Totals</h2>\n")
@@ -708,6 +732,98 @@ func renderPoolPage(w io.Writer, r *report, src string) error {
 	_, err := io.WriteString(w, p.String())
 	return err
 }
+
+// pageLegend writes the legend above the timeline: the jobs' colours (by
+// workflow entry or function), their statuses with their counts (counts),
+// the items' bars and the charts, and how to read them.
+func pageLegend(p *page, r *report, tl *timeline, counts map[string]int) {
+	by := "function"
+	if slices.ContainsFunc(r.Jobs, func(j *jobRecord) bool { return j.Line > 0 }) {
+		by = "workflow entry"
+	}
+	p.f("<div class=\"legend\"><b>jobs by %s:</b>", by)
+	for i, g := range tl.groups {
+		if i == maxLegendGroups {
+			p.f("<span>and %d more</span>", len(tl.groups)-i)
+			break
+		}
+		p.f("<span><i class=\"sw %s\"></i>%s: %d</span>", g.class, esc(g.name), g.jobs)
+	}
+	p.f("</div>\n<div class=\"legend\"><b>status:</b>")
+	for _, st := range append(slices.Clone(pageStatuses), "other") {
+		if st == "other" && counts[st] == 0 {
+			continue
+		}
+		name := st
+		if st == "other" {
+			name = "unfinished"
+		}
+		mark := ""
+		switch st {
+		case "failed":
+			mark = " (red outline and ✕)"
+		case "aborted":
+			mark = " (dashed outline)"
+		case "cancelled", "skipped", "other":
+			mark = " (pale)"
+		}
+		p.f("<span><i class=\"sw\" style=\"background: var(--%s)\"></i>%s %d%s</span>", st, name, counts[st], mark)
+	}
+	p.f("</div>\n<div class=\"legend\">")
+	reasons := map[string]int{}
+	for _, w := range r.Workers {
+		for _, it := range w.Items {
+			if slices.Contains(itemReasons, it.EvictedBy) {
+				reasons[it.EvictedBy]++
+			} else {
+				reasons["held"]++
+			}
+		}
+	}
+	hasItems := len(reasons) > 0
+	if hasItems {
+		p.f("<span><i class=\"sw item\"></i>an item: its build (dark), then held until evicted</span><b>evicted:</b>")
+		for _, reason := range itemReasons {
+			name := reason
+			if reason == "held" {
+				name = "not recorded"
+			}
+			if reasons[reason] > 0 {
+				p.f("<span><svg width=\"16\" height=\"10\"><rect class=\"item-held %s\" width=\"16\" height=\"10\"/></svg>%s %d</span>", reason, name, reasons[reason])
+			}
+		}
+	}
+	p.f("<span><i class=\"sw area\"></i>cache bytes</span>")
+	if commandsMemory(r) {
+		p.f("<span><i class=\"sw mem\"></i>commands' memory (the sum of the peak RSS of the commands running)</span>")
+	} else {
+		p.f("<span><i class=\"sw line\"></i>resident memory (RSS)</span>")
+	}
+	if !hasItems && r.Version < 2 {
+		p.f("<span><b class=\"mark\" style=\"color: var(--cache)\">▲</b>items built</span><span><b class=\"mark\" style=\"color: var(--evict)\">▼</b>items evicted</span>")
+	}
+	p.f("</div>\n")
+	hint := "A bar runs from when the job began on its worker (from when it was sent, for a run that never began and in a report of an older poolrun) to when it ended; hover over it for the job's id, function, labels, times and error. A failed job's bar is at least a few pixels wide, whatever its duration. "
+	if hasItems || r.Version >= 2 {
+		hint += "Under each worker's jobs, a bar per item it built, from the start of its build to its eviction; hover for its size, times and why it went. "
+	} else {
+		hint += fmt.Sprintf("A worker reports its cache after each job, so a build or eviction shows at the first sample (every %s) after the job that made it. ", sampleEvery(r.SampleSeconds))
+	}
+	hint += "The chart under them: the worker's cache bytes as it reported them"
+	if commandsMemory(r) {
+		floor := ""
+		if f := r.Totals.CommandRSSFloor; f > 0 {
+			floor = fmt.Sprintf(" Commands whose peak was at most poolrun's own (%s) count nothing: Linux counts poolrun's memory in each command's peak, so theirs is not known.", humanBytes(f))
+		}
+		hint += ", and the memory of its commands: while a command runs, its peak RSS counts (wait4's ru_maxrss), summed over the commands running." + floor
+	} else {
+		hint += ", and its process's resident memory over time; the last sample is taken after the pool ended, with the caches cleared."
+	}
+	p.f("<p class=\"hint\">%s</p>\n", esc(hint))
+}
+
+// maxLegendGroups bounds the groups the legend names.
+const maxLegendGroups = 24
 
 // sampleEvery says how often samples were taken.
 func sampleEvery(s float64) string {
@@ -761,6 +877,20 @@ func totalsTable(p *page, r *report) {
 		{"stale items held (MiB·s)", mibSeconds(t.StaleByteSeconds)},
 		{"sum of the workers' peak RSS", rss(t.PeakRSS)},
 		{"window publishes", strconv.FormatUint(t.Publishes, 10)},
+	}
+	if commandsMemory(r) {
+		var top *jobRecord
+		for _, j := range r.Jobs {
+			if j.PeakRSS > 0 && (top == nil || j.PeakRSS > top.PeakRSS) {
+				top = j
+			}
+		}
+		if top != nil {
+			rows = append(rows, [2]string{"largest peak RSS of a command", fmt.Sprintf("%s (%s)", humanBytes(top.PeakRSS), pageJobName(top))})
+		}
+		if t.CommandRSSFloor > 0 {
+			rows = append(rows, [2]string{"poolrun's own peak RSS (counted in every command's)", humanBytes(t.CommandRSSFloor)})
+		}
 	}
 	if b := t.BudgetExceeded; b.Jobs > 0 {
 		rows = append(rows, [2]string{"jobs past the cache budget by their own items",

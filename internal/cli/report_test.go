@@ -188,6 +188,7 @@ func checkSelfContained(t *testing.T, html *node, page []byte) {
 // mark per sample with builds or evictions, the tables, nothing external.
 func TestPoolPage(t *testing.T) {
 	r := testReport()
+	r.Version = 1 // marks of builds and evictions, the workers' RSS
 	var buf bytes.Buffer
 	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
 		t.Fatal(err)
@@ -231,13 +232,13 @@ func TestPoolPage(t *testing.T) {
 		worker  string
 		classes []string // of the job's bars, in order of start
 	}{
-		{1, "1", []string{"job succeeded"}},
-		{2, "2", []string{"job failed"}},
-		{3, "", []string{"job aborted", "job succeeded"}}, // on worker 1, then 2
+		{1, "1", []string{"job succeeded g0"}},
+		{2, "2", []string{"job failed g0"}},
+		{3, "", []string{"job aborted g0", "job succeeded g0"}}, // on worker 1, then 2
 		{4, "", []string{"notrun cancelled"}},
 		{5, "", []string{"notrun skipped"}},
-		{6, "1", []string{"job cancelled"}},
-		{7, "2", []string{"job other"}},
+		{6, "1", []string{"job cancelled g0"}},
+		{7, "2", []string{"job other g0"}},
 		{8, "", []string{"notrun other"}},
 	} {
 		var got []string
@@ -548,7 +549,7 @@ func TestBenchPage(t *testing.T) {
 func TestLoadReport(t *testing.T) {
 	pool, _ := json.Marshal(testReport())
 	bench, _ := json.Marshal(testBench())
-	v0 := bytes.Replace(pool, []byte(`"version":1,`), nil, 1)
+	v0 := bytes.Replace(pool, []byte(`"version":2,`), nil, 1)
 	if bytes.Equal(v0, pool) {
 		t.Fatal("no version in the test report")
 	}
@@ -565,7 +566,7 @@ func TestLoadReport(t *testing.T) {
 		{name: "truncated", data: string(pool[:len(pool)/2]), want: errNotReport},
 		{name: "an array", data: "[1, 2]", want: errNotReport},
 		{name: "another JSON", data: `{"name": "x", "jobs": []}`, want: errNotReport, says: "no command"},
-		{name: "newer version", data: `{"version": 99, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion, says: "up to 1"},
+		{name: "newer version", data: `{"version": 99, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion, says: "up to 2"},
 		{name: "negative version", data: `{"version": -1, "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
 		{name: "version not a number", data: `{"version": "1", "command": "run", "workers": [], "jobs": [], "totals": {}}`, want: errReportVersion},
 		{name: "bad field", data: `{"version": 1, "command": "run", "workers": [], "jobs": [{"id": "x"}], "totals": {}}`, want: errNotReport, says: "line 1"},
@@ -779,6 +780,12 @@ func FuzzReport(f *testing.F) {
 	f.Add([]byte(`{"command": "run", "workers": [{"index": 3, "samples": [{"t": -1, "cache_bytes": -5, "rss_bytes": 9e18}]}], "jobs": [{"id": 1, "status": "\u0000", "worker": 9, "started": "2026-01-01T00:00:00Z"}], "totals": {"wall_seconds": 1e-300}}`))
 	f.Add([]byte(`{"version": 1, "command": "run", "workers": [], "jobs": [{"id": 1, "labels": {"id": "]]>&<"}, "attempts": [{"worker": 2, "status": "aborted"}]}], "totals": {"wall_seconds": 1e300}}`))
 	f.Add([]byte(`{"command": "bench", "results": [{"workers": 2, "modes": [{"mode": "<m>", "runs": [{"worker_peak_cache_bytes": [1, 2]}]}]}]}`))
+	// Version 2: items, and a run's commands.
+	f.Add([]byte(`{"version":2,"command":"run w","started":"2026-01-02T03:04:05Z","totals":{"wall_seconds":1,"command_rss_floor_bytes":5},"workers":[{"index":1,"samples":[{"t":0.5}],"items":[` +
+		`{"name":"poolrun.item:a@0123456789abcdef","bytes":9,"build_started":"2026-01-02T03:04:05.1Z","built":"2026-01-02T03:04:05.2Z","evicted":"2026-01-02T03:04:05.5Z","evicted_by":"policy"},` +
+		`{"name":"<b>","build_started":"2026-01-02T03:04:05.6Z","built":"2026-01-02T03:04:05.4Z","evicted_by":"x"}]}],` +
+		`"jobs":[{"id":1,"status":"failed","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.1Z","job_id":"a","line":3,"exit_status":-1,"signal":"SIGKILL","peak_rss_bytes":7},` +
+		`{"id":2,"status":"succeeded","worker":1,"started":"2026-01-02T03:04:05.1Z","ended":"2026-01-02T03:04:05.9Z","job_id":"b","line":3,"exit_status":0,"peak_rss_bytes":70}]}`))
 	const path = "r.json"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := decodeReport(path, data)
@@ -793,6 +800,12 @@ func FuzzReport(f *testing.F) {
 			t.Fatal(err)
 		}
 		parsePage(t, page.Bytes())
+		if l.pool != nil {
+			var trace bytes.Buffer
+			if err := writeTrace(&trace, l.pool, path); err != nil || !json.Valid(trace.Bytes()) {
+				t.Fatalf("the trace: %v, valid JSON %v", err, json.Valid(trace.Bytes()))
+			}
+		}
 	})
 }
 

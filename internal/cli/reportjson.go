@@ -19,8 +19,12 @@ import (
 // older poolrun wrote it), started is when the run was sent, and poolrun
 // report draws the bar from it as that poolrun did. An older poolrun reads
 // the newer reports too, and draws their bars from when the runs began.
-// docs/REPORT.md describes every field.
-const reportVersion = 1
+// 2 added each worker's items (their lifetimes, named and sized, and why
+// each was evicted) and, for a workflow's jobs, job_id, line,
+// exit_status, signal and peak_rss_bytes: a reader of version 1 would
+// draw a run report's memory as poolrun's own, which it no longer is on
+// the page. docs/REPORT.md describes every field.
+const reportVersion = 2
 
 // report is the JSON report of a command that runs one pool (scaffold,
 // run); poolrun bench writes a benchResult instead.
@@ -78,6 +82,9 @@ type workerReport struct {
 	// processes (VmHWM; 0 where unknown; in serial mode this process's).
 	PeakRSS int64       `json:"peak_rss_bytes"`
 	Cache   cacheReport `json:"cache"`
+	// Items are the lifetimes of the items the place's processes built,
+	// in the order they were built (version 2); omitted if none.
+	Items []*itemRecord `json:"items,omitempty"`
 }
 
 // cacheReport is cachepool.Stats as the report spells it, summed over a
@@ -134,6 +141,10 @@ type totals struct {
 	BudgetExceeded budgetExceeded `json:"budget_exceeded"`
 	// Publishes counts the window publishes that changed a required set.
 	Publishes uint64 `json:"window_publishes"`
+	// CommandRSSFloor is, in a run report, poolrun's own peak resident
+	// memory once its commands had ended: Linux counts it in each
+	// command's peak_rss_bytes (version 2); omitted elsewhere.
+	CommandRSSFloor int64 `json:"command_rss_floor_bytes,omitempty"`
 }
 
 func (s *session) makeReport(command string, st engine.Stats, wall time.Duration, extra any) *report {
@@ -145,6 +156,7 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		r.Jobs = append(r.Jobs, j)
 	}
 	r.Totals.BudgetExceeded = s.budget
+	r.Totals.CommandRSSFloor = s.rssFloor
 	r.Started = s.started
 	smp := s.samples
 	s.mu.Unlock()
@@ -163,6 +175,9 @@ func (s *session) makeReport(command string, st engine.Stats, wall time.Duration
 		if smp != nil {
 			wr.Samples = smp.samples(w.Index)
 		}
+		s.mu.Lock()
+		wr.Items = s.items.items(w.Index)
+		s.mu.Unlock()
 		r.Workers = append(r.Workers, wr)
 	}
 	tot := st.Total()

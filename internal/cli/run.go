@@ -376,6 +376,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	wall, runErr := s.run(ctx, p)
+	s.noteCommands(wf, jobs)
 	if runErr != nil {
 		printFailures(stderr, wf, jobs)
 	}

@@ -26,6 +26,10 @@ type session struct {
 	mu     sync.Mutex
 	jobs   map[int]*jobRecord
 	budget budgetExceeded
+	items  itemLog // the items' lifetimes (reportitems.go)
+	// rssFloor is poolrun's own peak RSS when a run's commands ended
+	// (see commandRecord.PeakRSS).
+	rssFloor int64
 
 	// started is when run started the pool; samples its workers' series,
 	// taken while it ran when a report is asked for (nil otherwise). Both
@@ -87,6 +91,8 @@ type jobRecord struct {
 	// Attempts lists every run of a job that ran more than once, in
 	// order, the last included; omitted for a job that ran at most once.
 	Attempts []attemptRecord `json:"attempts,omitempty"`
+	// A workflow job's id, line, exit status and peak memory (run).
+	commandRecord
 }
 
 // begin is when the job's last run began as far as the record knows:
@@ -271,6 +277,8 @@ func (s *session) event(e engine.Event) {
 			t := e.Time
 			r.Started = &t
 		}
+	case engine.ItemBuilt, engine.ItemEvicted, engine.WorkerDied:
+		s.items.event(e)
 	case engine.BudgetExceeded:
 		s.budget.Jobs++
 		if e.CacheBytes > s.budget.MaxBytes {

@@ -45,6 +45,10 @@ type shellOutcome struct {
 	signal   string // the signal's name, or ""
 	tail     string // the last lines of its standard error
 	duration time.Duration
+	// maxRSS is the peak resident memory, in bytes, of the command's
+	// largest process (wait4's ru_maxrss, over the shell and the
+	// descendants it waited for); 0 where unknown.
+	maxRSS int64
 }
 
 // runShell runs c with /bin/sh -c (or directly, when it is made of plain
@@ -84,10 +88,12 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	tail := newTailWriter(c.tailLines)
 	g := &group{}
 	start := time.Now()
-	ws, writeErr, err := runCommand(ctx, c, g, stdout, stderr, prefix, tail)
+	var ru syscall.Rusage
+	ws, writeErr, err := runCommand(ctx, c, g, stdout, stderr, prefix, tail, &ru)
 	if err != nil {
 		return out, err
 	}
+	out.maxRSS = int64(ru.Maxrss) * maxrssUnit
 	if !logs {
 		writeErr = nil // the job's output is not its business
 	}
@@ -112,7 +118,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 
 // runCommand starts c with syscall.ForkExec, with g for its group and its
 // output copied to stdout and stderr (see newCommandStreams), and waits
-// for its end as runShell says: the goroutine that calls it waits for the
+// for its end as runShell says (its resource usage in ru): the goroutine that calls it waits for the
 // command's exit (see exitWait), and a goroutine per pipe copies its
 // output, waiting in the runtime's poller (see pipecopy). It returns how the shell ended;
 // writeErr is the first error of the copies' writers; err is non-nil when
@@ -122,7 +128,7 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 // parent-death signal fires when that thread ends: the Go runtime ends a
 // thread only when a goroutine locked to it exits without unlocking it,
 // which no goroutine that runs commands does.
-func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writer, prefix string, tail io.Writer) (ws syscall.WaitStatus, writeErr, err error) {
+func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Writer, prefix string, tail io.Writer, ru *syscall.Rusage) (ws syscall.WaitStatus, writeErr, err error) {
 	streams, err := newCommandStreams(stdout, stderr, prefix, tail)
 	if err != nil {
 		return ws, nil, err
@@ -177,7 +183,7 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		// pid is reaped, and free again.
 		<-cancelled
 	}
-	ws, err = exit.reap(pid)
+	ws, err = exit.reap(pid, ru)
 	if err != nil {
 		err = fmt.Errorf("waiting for the command: %w", err)
 	}
@@ -185,11 +191,12 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 	return ws, streams.wait(drainGrace), err
 }
 
-// reap waits for child pid's exit and reaps it.
-func reap(pid int) (syscall.WaitStatus, error) {
+// reap waits for child pid's exit and reaps it; ru receives its resource
+// usage.
+func reap(pid int, ru *syscall.Rusage) (syscall.WaitStatus, error) {
 	var ws syscall.WaitStatus
 	for {
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		_, err := syscall.Wait4(pid, &ws, 0, ru)
 		if err != syscall.EINTR {
 			return ws, err
 		}

@@ -94,6 +94,10 @@ type Result struct {
 	// Duration is the command's wall time, from its start to the end of its
 	// process group, not counting the builds of the items it needs.
 	Duration time.Duration
+	// PeakRSS is the command's peak resident memory in bytes: that of its
+	// largest process (the shell, or a process the shell waited for), as
+	// wait4 reports it; 0 where unknown.
+	PeakRSS int64
 }
 
 // execArg is the argument of a job: everything its worker needs to know,
@@ -412,7 +416,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	}
 	before := a.Outputs.snapshot()
 	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
-	res := Result{Stderr: out.tail, Duration: out.duration}
+	res := Result{Stderr: out.tail, Duration: out.duration, PeakRSS: out.maxRSS}
 	switch {
 	case err != nil:
 		err = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)

@@ -24,5 +24,9 @@ func (*exitWait) wait(pid int) {
 	}
 }
 
-// reap reaps command pid, which wait saw exit.
-func (*exitWait) reap(pid int) (syscall.WaitStatus, error) { return reap(pid) }
+// reap reaps command pid, which wait saw exit; ru receives its resource
+// usage.
+func (*exitWait) reap(pid int, ru *syscall.Rusage) (syscall.WaitStatus, error) { return reap(pid, ru) }
+
+// maxrssUnit is the unit of Rusage.Maxrss in bytes: KiB on Linux.
+const maxrssUnit = 1024

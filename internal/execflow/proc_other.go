@@ -20,13 +20,20 @@ func onMemoryFS(string) bool { return false }
 // pidfds.
 type exitWait struct {
 	ws  syscall.WaitStatus
+	ru  syscall.Rusage
 	err error
 }
 
 func (*exitWait) sysProcAttr() *syscall.SysProcAttr { return sysProcAttr() }
 
 // wait returns once command pid has exited, reaped.
-func (e *exitWait) wait(pid int) { e.ws, e.err = reap(pid) }
+func (e *exitWait) wait(pid int) { e.ws, e.err = reap(pid, &e.ru) }
 
 // reap returns what wait found.
-func (e *exitWait) reap(int) (syscall.WaitStatus, error) { return e.ws, e.err }
+func (e *exitWait) reap(_ int, ru *syscall.Rusage) (syscall.WaitStatus, error) {
+	*ru = e.ru
+	return e.ws, e.err
+}
+
+// maxrssUnit is the unit of Rusage.Maxrss in bytes: macOS gives bytes.
+const maxrssUnit = 1

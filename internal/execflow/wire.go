@@ -203,7 +203,7 @@ func (d *decoder) bool() bool {
 }
 
 // resultVersion is the first byte of an encoded Result.
-const resultVersion = 1
+const resultVersion = 2
 
 // MarshalBinary implements encoding.BinaryMarshaler, so that a job's
 // result crosses from its worker without gob (see execArg's).
@@ -213,6 +213,7 @@ func (r Result) MarshalBinary() ([]byte, error) {
 	e.int(r.ExitCode)
 	e.str(r.Stderr)
 	e.int(int(r.Duration))
+	e.int(int(r.PeakRSS))
 	return e.b, nil
 }
 
@@ -222,7 +223,7 @@ func (r *Result) UnmarshalBinary(data []byte) error {
 		return errors.New("execflow: job result of another version")
 	}
 	d := decoder{b: data[1:]}
-	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int())}
+	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int()), PeakRSS: int64(d.int())}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}
