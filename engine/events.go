@@ -44,9 +44,16 @@ const (
 	// Worker, Attempt): Running says that it was sent, and a worker
 	// that is sent short jobs ahead runs them one after the other.
 	JobStarted
+	// ItemLearned: a job of Func got the item Item (its name) without
+	// declaring it, the first time for that function (JobID, Labels,
+	// Worker: that job's): the pool now counts the item as needed by the
+	// function's unfinished jobs (see [LearnItems]). For a member of a
+	// cachepool.Family, whose name varies from job to job, it only says
+	// so, once per function and family.
+	ItemLearned
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started", "learned"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -83,6 +90,9 @@ type Event struct {
 	// Items and Capacity: the distinct items a window was to list, and its
 	// slots (WindowOverflow, WindowFits).
 	Items, Capacity int
+	// Item is the name of the item a job got without declaring it
+	// (ItemLearned).
+	Item string
 
 	// Counts holds the number of jobs in each status after the event,
 	// indexed by Status. CacheBytes is the memory that items resident in the
@@ -134,7 +144,7 @@ func (q *events) push(r eventRecord) {
 
 // eventRecord is an Event as it waits in the queue: about half the size.
 type eventRecord struct {
-	fn                                    string
+	fn, item                              string
 	labels                                map[string]string
 	err                                   error
 	time                                  int64 // Unix ns
@@ -148,7 +158,7 @@ type eventRecord struct {
 func (r *eventRecord) event() Event {
 	e := Event{Kind: EventKind(r.kind), Time: time.Unix(0, r.time), Pool: PoolState(r.pool), JobID: int(r.jobID), Func: r.fn, Labels: r.labels,
 		Old: Status(r.old), New: Status(r.new), Worker: int(r.worker), Err: r.err, Attempt: int(r.attempt), PID: int(r.pid),
-		Items: int(r.items), Capacity: int(r.capacity), CacheBytes: r.cacheBytes}
+		Items: int(r.items), Capacity: int(r.capacity), CacheBytes: r.cacheBytes, Item: r.item}
 	for i, c := range r.counts {
 		e.Counts[i] = int(c)
 	}
@@ -162,7 +172,7 @@ func (p *Pool) emit(e Event) {
 		return
 	}
 	now := time.Now()
-	r := eventRecord{fn: e.Func, labels: e.Labels, err: e.Err, time: now.UnixNano(), jobID: int64(e.JobID),
+	r := eventRecord{fn: e.Func, item: e.Item, labels: e.Labels, err: e.Err, time: now.UnixNano(), jobID: int64(e.JobID),
 		worker: int32(e.Worker), attempt: int32(e.Attempt), pid: int32(e.PID), items: int32(e.Items), capacity: int32(e.Capacity),
 		kind: uint8(e.Kind), pool: uint8(p.state), old: uint8(e.Old), new: uint8(e.New)}
 	for i, c := range p.counts {

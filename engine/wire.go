@@ -13,7 +13,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 9
+	protoVersion = 10
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -82,6 +82,7 @@ func (e *enc) hello(index int, wp workerParams) {
 	e.bool(wp.idle)
 	e.int(wp.maxValue)
 	e.int(int64(wp.heartbeat))
+	e.uint(uint64(wp.items))
 	e.end(at)
 }
 
@@ -168,6 +169,12 @@ func (e *enc) done(r *reply) {
 	e.int(r.held)
 	e.stats(r.stats)
 	e.resident(r.residentSent, r.resident)
+	e.uint(uint64(len(r.undeclared)))
+	for _, u := range r.undeclared {
+		e.b = binary.LittleEndian.AppendUint64(e.b, u.Key)
+		e.string(u.Name)
+		e.string(u.Family)
+	}
 	e.end(at)
 }
 
