@@ -346,3 +346,29 @@ func TestAgentInProcess(t *testing.T) {
 	}
 	exitZero(t, "agent", agents)
 }
+
+// quickSquare is slowSquare without the wait.
+var quickSquare = engine.Register("cluster_test.quick-square", func(ctx context.Context, x int) (int, error) {
+	return x * x, nil
+})
+
+// TestAgentJoinsAsPoolEnds: a pool whose few jobs are done before every
+// agent's workers are in ends its run while some of them are still being
+// admitted. Those get no place, and their agents must still end, as the
+// others do, although the listener stays open (a program that runs one
+// pool after another): a worker admitted in the last moment once kept its
+// agent waiting for a handshake that would never come.
+func TestAgentJoinsAsPoolEnds(t *testing.T) {
+	for range 3 {
+		l, agents := agentPool(t, 2)
+		p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+		jobs := []*engine.Job[int]{engine.Queue(p, quickSquare, 3)}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := jobs[0].Result(); v != 9 || err != nil {
+			t.Fatalf("3 squared: %d, %v", v, err)
+		}
+		exitZero(t, "agent", agents)
+	}
+}

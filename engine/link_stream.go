@@ -46,12 +46,12 @@ func (p *Pool) Admit(w RemoteWorker) error {
 		return errors.New("engine: Admit: a remote worker needs its three streams and its window")
 	}
 	p.mu.Lock()
-	s, running := p.sched, p.state == PoolRunning
-	p.mu.Unlock()
-	if s == nil || !running {
+	defer p.mu.Unlock()
+	s := p.sched
+	if s == nil || p.state != PoolRunning {
 		return errors.New("engine: Admit: the pool is not running")
 	}
-	newStreamLink(w, p.cfg.workerParams(), s.msgs)
+	s.admitted[newStreamLink(w, p.cfg.workerParams(), s.msgs)] = true
 	return nil
 }
 

@@ -16,6 +16,7 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	}
 	pl := s.byLink[m.from]
 	if pl == nil {
+		delete(s.admitted, m.from)
 		if m.hello == nil {
 			return // from a worker that has already been dealt with
 		}
@@ -238,6 +239,10 @@ func (s *scheduler) shutdown(err error) {
 			pl.l.stop()
 		}
 	}
+	for l := range s.admitted {
+		l.terminate(0) // admitted as the pool ended: it gets no place
+	}
+	clear(s.admitted)
 	p.mu.Unlock()
 
 	deadline := time.NewTimer(stopTimeout)

@@ -72,8 +72,12 @@ type scheduler struct {
 	overs   []bool
 
 	// places[i] has index i+1: a place is never taken out of places.
-	places    []*place
-	byLink    map[link]*place
+	places []*place
+	byLink map[link]*place
+	// admitted holds the links that Admit started and that have no place
+	// yet (their hello has not come): shutdown ends them, as nothing
+	// reads their messages once Run has returned.
+	admitted  map[link]bool
 	lastIndex int
 
 	// The places by what their workers may do, as placeChanged keeps them
@@ -147,7 +151,7 @@ type scheduler struct {
 
 func newScheduler(p *Pool, tr transport, msgs chan msg) *scheduler {
 	s := &scheduler{p: p, tr: tr, msgs: msgs, perWorker: p.cfg.evict == EvictStale,
-		byLink: map[link]*place{}, fnTime: map[*funcEntry]time.Duration{}, cached: map[uint64]cachedItem{}}
+		byLink: map[link]*place{}, admitted: map[link]bool{}, fnTime: map[*funcEntry]time.Duration{}, cached: map[uint64]cachedItem{}}
 	// pick's order: the fewest jobs in flight, then the lowest index.
 	s.takers.order = func(a, b *place) bool {
 		return len(a.inflight) < len(b.inflight) || len(a.inflight) == len(b.inflight) && a.index < b.index
