@@ -91,7 +91,6 @@ func sortedKeys(ks ...uint64) []uint64 {
 	return ks
 }
 
-
 func BenchmarkGetHitWatched(b *testing.B) {
 	c := cachepool.New()
 	ctx := cachepool.WithCache(context.Background(), c)
