@@ -31,6 +31,9 @@ func (s *scheduler) dispatch() {
 			}
 		}
 		j = g.jobs[0]
+		if p.cfg.limited() && (!s.fits(j) || !s.fits(p.queue.peek())) {
+			break // it waits for room, and no younger job passes the oldest
+		}
 		if aheadOnly && buildsAt(j, pl) {
 			s.wait(pl) // it would build ahead: not this round
 			continue
@@ -167,7 +170,7 @@ func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 	if len(pl.inflight) == 0 {
 		return true, false
 	}
-	if len(pl.inflight) >= maxInFlight {
+	if len(pl.inflight) >= maxInFlight || s.p.cfg.limited() {
 		return false, false
 	}
 	if fast, queued := s.load(pl); fast && queued < inFlightBudget {

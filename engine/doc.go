@@ -84,6 +84,14 @@
 // does not run, and its dependents go on as after a success).
 // Listeners ([OnEvent]) see every change, in order, from one goroutine.
 //
+// # Resources
+//
+// A pool with a [Capacity] runs at once only the jobs whose
+// [JobResources] (slots, as a command's threads, and bytes of memory) fit
+// in it together; a job larger than the capacity runs alone. The oldest
+// Queued job that does not fit holds back the younger ones until it
+// does, so that it is not starved; the workers wait meanwhile.
+//
 // # Faults
 //
 // What a pool does when things go wrong, so that a crash, a stuck job or a
@@ -91,7 +99,9 @@
 //
 //   - A worker that dies is replaced; the job it ran is Aborted, or queued
 //     again for another attempt with [Retries] or [JobRetries] (a job that
-//     returned an error is not retried). [Job.Attempts] lists the runs.
+//     returned an error is not retried, unless queued with
+//     [RetryFailures]: then a failed run, a timeout included, spends a
+//     retry too, after a delay). [Job.Attempts] lists the runs.
 //     The processes the dead worker's jobs started, and left running in
 //     its process group, are killed with it.
 //   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's

@@ -81,9 +81,9 @@ type Event struct {
 	Worker   int
 	Err      error
 	// Attempt numbers the job's runs, from 1 (0 before it first runs):
-	// a job run again after its worker died (see [Retries]) goes from
-	// Running back to Queued, with the death in Err, and runs again as
-	// attempt 2.
+	// a job run again after its worker died (see [Retries]), or after a
+	// failed run (see [RetryFailures]), goes from Running back to Queued,
+	// with the death or the failure in Err, and runs again as attempt 2.
 	Attempt int
 	// PID is the worker's process id (WorkerDied).
 	PID int

@@ -300,6 +300,9 @@ func (s *scheduler) runEnded(pl *place, j *job, why error, stopping bool) {
 	st, err := Aborted, error(fmt.Errorf("%w: %v %v", ErrWorkerDied, pl, why))
 	switch k := pl.kill; {
 	case k != nil && k.j == j:
+		if k.st == Failed && s.retryFailed(pl, j, j.runSince, now, k.err) {
+			return // past its timeout: run again (RetryFailures)
+		}
 		st, err = k.st, k.err
 	case j.cancelled:
 		st, err = Cancelled, &CancelledError{Reason: j.cancelReason}

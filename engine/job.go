@@ -52,6 +52,10 @@ type job struct {
 	cancelReason string
 	cancelAt     time.Time
 	skip         bool // ends Skipped instead of running (Skip)
+
+	cost       Resources     // what it takes while it runs (JobResources)
+	retryFails bool          // its retries are spent on failed runs too (RetryFailures)
+	retryDelay time.Duration // the wait before a failed run is run again
 }
 
 func (j *job) Status() Status { return Status(j.status.Load()) }
@@ -151,7 +155,7 @@ func (j *Job[R]) Worker() int {
 
 // Attempts returns the job's runs that have ended, in order: none for a
 // job that never ran, one for most jobs, more for a job run again after
-// its worker died (see [Retries]).
+// its worker died (see [Retries]) or it failed (see [RetryFailures]).
 func (j *Job[R]) Attempts() []Attempt {
 	p := j.j.pool
 	p.mu.Lock()
@@ -204,6 +208,9 @@ type jobOptions struct {
 	timeout time.Duration
 	hasTime bool
 	skip    bool
+	cost    Resources
+	fails   bool // RetryFailures
+	delay   time.Duration
 }
 
 // Skip makes the job end Skipped instead of running, once its
@@ -241,8 +248,9 @@ type Attempt struct {
 	// saw them.
 	Start, End time.Time
 	// Status is how the attempt ended: Succeeded, Failed, Cancelled or
-	// Aborted; an attempt that was retried ended Aborted. Err says why
-	// when it is not Succeeded.
+	// Aborted; an attempt that was retried ended Aborted (its worker
+	// died) or Failed (see [RetryFailures]). Err says why when it is not
+	// Succeeded.
 	Status Status
 	Err    error
 }
@@ -299,6 +307,7 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 		j.timeout = o.timeout
 	}
 	j.skip = o.skip
+	j.cost, j.retryFails, j.retryDelay = o.cost, o.fails, o.delay
 	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)

@@ -45,6 +45,7 @@ type config struct {
 	retries      int
 	timeout      time.Duration
 	grace        time.Duration
+	limit        Resources // Capacity
 	silence      time.Duration
 	items        itemsMode // what workers do of undeclared items (LearnItems, StrictItems)
 	// transport, when set, makes the pool's transport instead of the pipe
@@ -243,7 +244,8 @@ func MaxValueSize(n int) Option {
 // Retries makes the pool run a job again, up to n more times, when its
 // worker died under it (the job would be Aborted): the job goes back to
 // the queue and a live worker takes it. A job that returned an error, or
-// panicked, is not retried: it would fail again. Every attempt, with its
+// panicked, is not retried (it would fail again) unless it was queued with
+// [RetryFailures]. Every attempt, with its
 // worker and how it ended, is in [Job.Attempts] and in the events (a
 // JobStatus event from Running back to Queued, with the death in Err and
 // the attempt's number in Attempt). [JobRetries] sets it for one job.

@@ -51,6 +51,7 @@ type place struct {
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
 	tasks      []task           // to send at the end of this dispatch round (deliver)
 	funcs      []funcCount      // the jobs in flight, by function (load)
+	cost       Resources        // what its jobs in flight take, as last counted (recost)
 
 	jobs          int
 	served        int // jobs its current worker finished

@@ -25,6 +25,9 @@ func (s *scheduler) placeChanged(pl *place) {
 	recount(&pl.in.soon, pl.soon(), &s.soon)
 	recount(&pl.in.linked, pl.l != nil && !pl.removed, &s.linked)
 	pl.blocked = false
+	if s.p.cfg.limited() {
+		s.recost(pl)
+	}
 	s.takers.set(pl, serving && n < maxInFlight && pl.waitRound != s.round)
 	s.donors.set(pl, pl.l != nil && !pl.stopping && pl.kill == nil && pl.revocable > 0)
 	if pl.in.busy {

@@ -177,6 +177,9 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	if st == Succeeded {
 		j.result = rep.payload
 	}
+	if st == Failed && s.retryFailed(pl, j, j.started, j.ended, err) {
+		return
+	}
 	s.ended(pl, j, j.started, j.ended, st, err)
 	p.finish(j, st, err)
 }

@@ -99,6 +99,8 @@ type scheduler struct {
 	soon     int
 	linked   int
 	revoking int
+	// used sums what the jobs in flight take, with a Capacity (recost).
+	used Resources
 	// republish lists the places whose held keys changed since collect
 	// last ran (held.changed went from false to true).
 	republish []*place

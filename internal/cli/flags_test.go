@@ -33,12 +33,21 @@ func TestForceArgs(t *testing.T) {
 		{"joined value", []string{"-j2", "--force", "c", "wf.yaml"}, []string{"-j2", "--force=c", "wf.yaml"}},
 		{"after --", []string{"--force", "a", "--", "wf.yaml"}, []string{"--force=a", "--", "wf.yaml"}},
 		{"given with =", []string{"--force=a", "wf.yaml"}, []string{"--force=a", "wf.yaml"}},
+		{"bare before the file and a target", []string{"--force", "wf.yaml", "report"}, []string{"--force", "wf.yaml", "report"}},
+		{"bare before the file and a target, .yml", []string{"--force", "wf.yml", "report"}, []string{"--force", "wf.yml", "report"}},
+		{"pattern before the file and a target", []string{"--force", "a-*", "wf.yaml", "report"}, []string{"--force=a-*", "wf.yaml", "report"}},
+		{"pattern after the file and a target", []string{"wf.yaml", "report", "--force", "a-*"}, []string{"wf.yaml", "report", "--force=a-*"}},
+		{"-C's value is no file", []string{"-C", "dir", "--force", "wf.yaml"}, []string{"-C", "dir", "--force", "wf.yaml"}},
+		{"--set's value is no file", []string{"--set", "a=b", "--force", "x", "wf.yaml"}, []string{"--set", "a=b", "--force=x", "wf.yaml"}},
+		{"a job named like a file after the file", []string{"wf.yaml", "--force", "x.yaml"}, []string{"wf.yaml", "--force=x.yaml"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var f poolFlags
 			var inc incrementalFlags
+			var wff workflowFlags
 			fs := newFlagSet("run", "", "")
 			inc.register(fs)
+			wff.register(fs)
 			f.register(fs)
 			if got := inc.args(fs, tt.args); !slices.Equal(got, tt.want) {
 				t.Errorf("args(%q) = %q, want %q", tt.args, got, tt.want)
@@ -86,7 +95,9 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"run", "wf.yaml", "--report"}, "poolrun run: --report needs a value; see 'poolrun help run'"},
 		{[]string{"run", "-j", "two", "wf.yaml"}, "poolrun run: -j two: want a whole number; see 'poolrun help run'"},
 		{[]string{"run", "--tag=maybe", "wf.yaml"}, "poolrun run: --tag maybe: want true or false; see 'poolrun help run'"},
-		{[]string{"run", "a.yaml", "b.yaml"}, "poolrun run: want one workflow file, got 2 arguments; see 'poolrun help run'"},
+		{[]string{"run"}, "poolrun run: want a workflow file, and targets if any; see 'poolrun help run'"},
+		{[]string{"run", "--set", "x", "wf.yaml"}, "poolrun run: --set x: want NAME=VALUE, with an =; see 'poolrun help run'"},
+		{[]string{"run", "-C", "/no/such/folder", "wf.yaml"}, "poolrun run: -C /no/such/folder: no such file or directory"},
 		{[]string{"scaffold", "--scale", "big"}, "poolrun scaffold: --scale big: want a number; see 'poolrun help scaffold'"},
 		{[]string{"-quiet"}, "poolrun scaffold: unknown flag -quiet (a long flag takes two dashes: --quiet); see 'poolrun help scaffold'"},
 		{[]string{"bench", "extra"}, `poolrun bench: unexpected argument "extra"; see 'poolrun help bench'`},
@@ -132,7 +143,7 @@ func TestHelpLayout(t *testing.T) {
 
 // tableKey is a key in the table of workflowFields: an indented word
 // followed by a colon, after an optional "- ".
-var tableKey = regexp.MustCompile(`(?m)^ +(?:- )?([a-z]+|NAME):`)
+var tableKey = regexp.MustCompile(`(?m)^ +(?:- )?([a-z_]+|NAME):`)
 
 // TestWorkflowFields: the table in poolrun run's help lists exactly the
 // keys that package workflow takes: those its errors list for a job, an

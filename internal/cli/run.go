@@ -19,13 +19,14 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const runUsage = `Usage: poolrun run [flags] FILE
+const runUsage = `Usage: poolrun run [flags] FILE [TARGET...]
 
 Runs the jobs of a YAML workflow FILE on a pool of -j workers, goroutines
 of poolrun that start the commands and wait for them. A job runs a shell
 command (sh -c; plain words without shell syntax, such as
 "cc -c a.c", are executed directly, as make does) once the jobs it comes
-after have succeeded.
+after have succeeded. With TARGETs (job ids, or globs over them as after:
+takes them), it runs those jobs and every job they need, and nothing else.
 `
 
 const runDetails = `An item is an artefact (a file or folder) that its own command builds, once
@@ -50,6 +51,39 @@ unfinished job needs the item any more.
       run: ./merge part-*.out
       after: ["align-*"]          # globs over job ids
 
+Targets, as make's: poolrun run wf.yaml merge runs merge and every job it
+runs after, directly or not (after: and inferred, below); -n and --dag
+take targets too. A target that matches no job is an error that names the
+closest ids (exit status 2). The state file keeps what it knew of the
+jobs a run of targets leaves out.
+
+Variables: vars: at the top of the file gives values to ${name} wherever
+foreach variables go (id, run, after, needs, inputs, outputs, item
+commands, and foreach ranges and globs, and workdir:); --set NAME=VALUE
+(repeatable) overrides one, or gives one that the file uses without a
+vars: entry. A --set without =, or of a name the file neither declares
+nor uses, is an error; so is a foreach variable with a name of vars:.
+
+  vars:
+    ref: hg38
+  jobs:
+    - id: count-${f.stem}
+      foreach: {f: "data/*.csv"}  # one job per file: a glob
+      run: ./count --ref ${ref} ${f} > out/${f.stem}.n
+      inputs: ["${f}"]
+      outputs: ["out/${f.stem}.n"]
+
+A foreach value with * ? or [ is a glob of files, relative to the working
+folder, read before anything runs (a glob that matches nothing is an
+error, FILE:LINE); ${f} is the path, ${f.stem} the base name without its
+last extension, ${f.name} the base name, ${f.dir} the folder.
+
+The commands run in the workflow's working folder: the workflow file's
+folder, or workdir: DIR (relative to that folder, or absolute), whatever
+the current folder; inputs:, outputs: and foreach globs are relative to
+it too. -C DIR changes to DIR before anything else, as make -C does (FILE,
+--report, --log-dir are then relative to DIR).
+
 The workflow is checked before anything runs: an unknown field, a duplicate
 id, an unknown dependency or item, a dependency cycle, a bad foreach or a
 YAML error is reported as FILE:LINE: what is wrong (exit status 2), every
@@ -57,16 +91,34 @@ mistake of the file on a line of its own (the first 20, then "... and N
 more"). A command that exits non-zero fails its job (exit status 1 at the
 end), with its exit status and the last lines of its standard error in the
 messages and the report; a job whose worker died (a worker joined with
---listen) is Aborted, and named the same way (or, with --retries N, run
-again up to N times). A job that runs
+--listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
-variables) and working folder, plus $POOLRUN_JOB (the job id), and no open
+variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. Should poolrun
 be killed (SIGKILL), a janitor process it started kills what its commands
 left running and removes its scratch folders.
+
+A job with retries: N (or every job, with --retries N) is run again, up to
+N more times, when its command fails, passes its timeout (which bounds
+each run) or its worker dies, after retry_delay: if it has one; each new
+run is announced on standard error, the report lists every run with its
+exit status and the end of its standard error, and the messages at the
+end say "failed after 3 attempts". Its outputs are removed before each
+new run. A run is never retried once poolrun is interrupted (Ctrl-C) or
+--fail-fast has stopped it; --fail-fast stops at the first job that fails
+with no retry left.
+
+threads: N makes a job count N against -j: poolrun starts a job only when
+the threads of the jobs running with it stay within -j, and their mem:
+within --mem SIZE (no limit without it). A job that does not fit waits,
+and so do the jobs after it (the oldest ready job starts first, and a
+large one is never passed over for ever); a job that asks for more than
+-j or --mem runs alone (poolrun says so). Sizes are powers of 1024: 512M,
+2G, 1.5GiB. With --listen, threads: and mem: are not counted (they bound
+one host, and the jobs run on several).
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a
@@ -78,8 +130,12 @@ standard output and error to DIR/JOB-ID.out and DIR/JOB-ID.err instead
 the run ends with a line that says where they are.
 
 Like make, a run skips the jobs whose work is done. A job may declare
-inputs: and outputs:, paths or globs relative to the workflow file's folder
-(${var} of foreach expands in them):
+inputs: and outputs:, paths or globs relative to the working folder
+(${var} expands in them). A job whose input is another job's output runs
+after it, without after: (an input path equal to an output path, or an
+input glob that matches output paths; output globs are matched with
+nothing: write after: for them); --dag draws those edges dashed, and a
+cycle through them is an error, FILE:LINE, as one through after: is:
 
   jobs:
     - id: clean
@@ -89,9 +145,8 @@ inputs: and outputs:, paths or globs relative to the workflow file's folder
     - id: plot-${k}
       foreach: {k: [a, b]}
       run: ./plot ${k} clean.csv > plot-${k}.png
-      inputs: [clean.csv]
+      inputs: [clean.csv]             # so it runs after clean
       outputs: ["plot-${k}.png"]
-      after: [clean]
 
 A job is skipped (status "skipped"; the jobs after it go on as after a
 success) when its outputs all exist, none is older than its inputs or than
@@ -103,9 +158,9 @@ runs. A job without outputs always runs. This is decided before anything
 runs, in the order of the jobs. --force runs every job anyway, --force
 JOB-GLOB (repeatable, or comma-separated) those whose ids match.
 
-Outputs must lie inside the workflow file's folder: one that resolves
-elsewhere (../x, /x, or ${d}/x with an empty d), or that could match the
-workflow file, its state file or a .git folder, is refused before anything
+Outputs must lie inside the working folder: one that resolves elsewhere
+(../x, /x, or ${d}/x with an empty d), or that could match the workflow
+file, its state file or a .git folder, is refused before anything
 runs (FILE:LINE, exit status 2). A pattern matches names that begin with a
 dot only where it says so (.*). When a job fails or is interrupted, poolrun
 removes what its command wrote of its outputs (make's .DELETE_ON_ERROR):
@@ -124,23 +179,30 @@ refuses, naming the first one's pid, or with --wait waits for it to end.
 The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
-commands too, in the same working folder, and their outputs land in the
-workflow file's folder: both must be on storage that every host sees, at
+commands too, in the same working folder, where their outputs land: it
+and the workflow file's folder must be on storage that every host sees, at
 the same path, and a worker that cannot write in them is refused when it
 joins. Items stay in each worker's scratch folder, on its own host.
 -n (--dry-run) prints, in order, each job with "run" or "skip" and why, and
 runs nothing and writes nothing. --dag prints the job graph in Graphviz dot
-on standard output, jobs filled orange (run) or grey (skip), and runs
-nothing:  poolrun run --dag wf.yaml | dot -Tsvg > wf.svg
+on standard output, jobs filled orange (run) or grey (skip), dependencies
+inferred from files dashed, and runs nothing:
+  poolrun run --dag wf.yaml | dot -Tsvg > wf.svg
 
 FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
 pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
 larger file (exit status 2). -j is capped at the number of jobs that will run: no worker
 starts only to wait (none when every job is skipped).
 
+--force takes the argument after it as its pattern unless that is the
+workflow file (the only argument left, or, before the file, a name ending
+in .yaml or .yml); write --force=JOB-GLOB to be sure.
+
 Example:
   poolrun run -j 4 --report report.json examples/pipeline.yaml
   poolrun run -n wf.yaml            # what would run, and why
+  poolrun run examples/targets.yaml summary --set size=5000
+  poolrun run -C project wf.yaml 'plot-*'
   poolrun run --log-dir logs examples/pipeline.yaml
 `
 
@@ -182,18 +244,22 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var f poolFlags
 	var sf stdioFlags
 	var inc incrementalFlags
+	var wff workflowFlags
 	fs := newFlagSet("run", runUsage, workflowFields+"\n"+runDetails)
 	inc.register(fs)
+	wff.register(fs)
 	f.register(fs)
 	sf.register(fs)
+	var rf resourceFlags // --mem, and --retries for failed commands
+	rf.register(fs)
 	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageError(fs, fmt.Sprintf("want one workflow file, got %d arguments", fs.NArg()))
+	if fs.NArg() == 0 {
+		return usageError(fs, "want a workflow file, and targets if any")
 	}
 	if err := f.check(); err != nil {
 		return err
@@ -201,9 +267,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := inc.check(); err != nil {
 		return err
 	}
-	wf, err := workflow.Load(fs.Arg(0))
+	if err := wff.enter(); err != nil {
+		return err
+	}
+	wf, others, err := wff.load(fs.Arg(0), fs.Args()[1:])
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	if !inc.dryRun && !inc.dag {
 		// One run of a workflow at a time: two would share its state file
@@ -214,7 +283,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer lock.Unlock()
 	}
-	plan, err := inc.plan(wf)
+	plan, err := inc.plan(wf, others)
 	if err != nil {
 		return err
 	}
@@ -225,12 +294,15 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return plan.WriteDot(stdout)
 	}
 	toRun, _ := plan.Counts()
+	slots := f.workers() // threads: count against -j as given
 	f.capWorkers(toRun)
 	if toRun == 0 {
 		f.serial = true // every job is skipped: no worker to start
 	}
 	var opts execflow.Options
 	opts.Plan = plan
+	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
+	opts.Retries = f.retries
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
@@ -258,13 +330,14 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// wait for the commands in the network poller (no worker process
 	// relays them).
 	s.inProcess = true
-	if err := s.listen(sharedFolders(wf.File)...); err != nil {
+	if err := s.listen(sharedFolders(wf)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
-	p := engine.New(append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())...)
+	popts := append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())
+	p := engine.New(append(popts, rf.capacity(wf, plan, slots, f.listen != "", stderr)...)...)
 	batch, err := execflow.Prepare(wf, opts)
 	if err != nil {
 		return badInput(err)
@@ -365,9 +438,10 @@ func lockWorkflow(ctx context.Context, wf *workflow.Workflow, wait bool, stderr 
 // args returns args, for fs, with each --force that is followed by its
 // pattern (--force JOB-GLOB) written --force=JOB-GLOB; a --force without
 // one means every job (pflag's NoOptDefVal). The argument after --force
-// is its pattern when it does not start with '-', unless it is needed as
-// the workflow file: when no other argument is left for that, the last
-// such argument is the file.
+// is its pattern when it does not start with '-', unless it is the
+// workflow file: when it comes before any other argument and its name
+// ends in .yaml or .yml (the targets follow the file), or when no other
+// argument is left for the file, the last such argument.
 func (f *incrementalFlags) args(fs *pflag.FlagSet, args []string) []string {
 	var files, patterns []int // the indexes of arguments, and of those after a bare --force
 scan:
@@ -382,7 +456,7 @@ scan:
 		case a == "-" || !strings.HasPrefix(a, "-"):
 			files = append(files, i)
 		case a == "--force":
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && (len(files) > 0 || !workflowName(args[i+1])) {
 				patterns = append(patterns, i+1)
 				i++
 			}
@@ -413,6 +487,12 @@ scan:
 	return out
 }
 
+// workflowName reports whether the argument a names a workflow file
+// rather than a job: its name ends in .yaml or .yml.
+func workflowName(a string) bool {
+	return strings.HasSuffix(a, ".yaml") || strings.HasSuffix(a, ".yml")
+}
+
 // check refuses -n with --dag.
 func (f *incrementalFlags) check() error {
 	if f.dryRun && f.dag {
@@ -422,15 +502,19 @@ func (f *incrementalFlags) check() error {
 }
 
 // plan decides which jobs of wf a run runs: every --force pattern must be
-// valid and match some job.
-func (f *incrementalFlags) plan(wf *workflow.Workflow) (*execflow.Plan, error) {
-	var opts execflow.PlanOptions
+// valid and match some job. others are the ids of the jobs of the file
+// that a run of targets leaves out (execflow.PlanOptions.Others).
+func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (*execflow.Plan, error) {
+	opts := execflow.PlanOptions{Others: others}
 	for _, pattern := range f.force {
 		jobs, err := wf.Match(pattern)
 		if err != nil {
 			return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
 		}
 		if len(jobs) == 0 {
+			if others != nil {
+				return nil, badInputf("poolrun run: --force %s: no job that the targets need matches it", pattern)
+			}
 			return nil, badInputf("poolrun run: --force %s: no job of %s matches it", pattern, wf.File)
 		}
 		if opts.Force == nil {
@@ -538,6 +622,7 @@ func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.J
 		if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {
 			msg = fmt.Sprintf("job %q (%s:%d): %s", j.ID, wf.File, j.Line, msg)
 		}
+		msg = withAttempts(msg, fmt.Sprintf("job %q (%s:%d): ", j.ID, wf.File, j.Line), len(job.Attempts()))
 		fmt.Fprintf(w, "poolrun: %s\n", indent(msg))
 	}
 }
@@ -571,15 +656,16 @@ func unjoin(err error) []error {
 }
 
 // sharedFolders are the folders of a run that remote workers write in,
-// absolute: the workflow file's folder (outputs: are relative to it) and,
-// where it differs, the current folder (where the commands run).
-func sharedFolders(wfFile string) []string {
+// absolute: the workflow's working folder (where the commands run, and
+// against which inputs: and outputs: are read) and, where it differs, the
+// workflow file's folder (where the state file is).
+func sharedFolders(wf *workflow.Workflow) []string {
 	var dirs []string
-	if d, err := filepath.Abs(filepath.Dir(wfFile)); err == nil {
-		dirs = append(dirs, d)
+	if wf.Dir != "" {
+		dirs = append(dirs, wf.Dir)
 	}
-	if wd, err := os.Getwd(); err == nil && (len(dirs) == 0 || wd != dirs[0]) {
-		dirs = append(dirs, wd)
+	if d, err := filepath.Abs(filepath.Dir(wf.File)); err == nil && (len(dirs) == 0 || d != dirs[0]) {
+		dirs = append(dirs, d)
 	}
 	return dirs
 }

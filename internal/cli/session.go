@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,10 +112,31 @@ type attemptRecord struct {
 	// poolrun has no sent, and the send time here.
 	Started *time.Time `json:"started,omitempty"`
 	Ended   time.Time  `json:"ended"` // when it ended
-	// Status is how the run ended: aborted for one that was run again
-	// (its worker died), else the job's status.
+	// Status is how the run ended: for one that was run again, aborted
+	// (its worker died) or failed (a workflow job's retries:), else the
+	// job's status.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"` // why it did not succeed
+	// ExitCode, Signal and StderrTail are, for a run whose command (a
+	// workflow job's, or an item's it needed) failed, its exit status (-1
+	// when killed by a signal), the signal's name and the last lines of
+	// its standard error (see execflow.FailureOf); TimedOut says that
+	// the run passed its timeout. Each omitted otherwise.
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+}
+
+// failed records in a how its run failed with err: the command's exit
+// status and standard error, or its timeout.
+func (a *attemptRecord) failed(err error) {
+	a.Error = err.Error()
+	if f, ok := execflow.FailureOf(err); ok {
+		a.ExitCode, a.Signal, a.StderrTail = &f.ExitCode, f.Signal, f.StderrTail
+	}
+	var te *engine.TimeoutError
+	a.TimedOut = errors.As(err, &te)
 }
 
 // begin is when the run began as far as the record knows: Started, else
@@ -221,13 +243,16 @@ func (s *session) event(e engine.Event) {
 			}
 			if e.New == engine.Queued {
 				a.Status = engine.Aborted.String()
+				if runFailed(e.Err) {
+					a.Status = engine.Failed.String() // RetryFailures
+				}
 			}
 			if e.Err != nil {
-				a.Error = e.Err.Error()
+				a.failed(e.Err)
 			}
 			r.Attempts = append(r.Attempts, a)
 			if e.New == engine.Queued {
-				retry = fmt.Sprintf("poolrun: job %s: %v; running it again (attempt %d)\n", jobName(e.JobID, e.Labels), e.Err, e.Attempt+1)
+				retry = retryLine(e)
 			}
 		}
 		if e.New.Done() {
@@ -263,6 +288,18 @@ func (s *session) event(e engine.Event) {
 	default:
 		fmt.Fprint(s.stderr, retry)
 	}
+}
+
+// retryLine is the line that says that a job's run ended as e says and
+// that the job runs again: the first line of the run's error (a
+// command's error names its job already), and the next attempt's number.
+func retryLine(e engine.Event) string {
+	name := jobName(e.JobID, e.Labels)
+	msg, _, _ := strings.Cut(e.Err.Error(), "\n")
+	if !strings.HasPrefix(msg, "job "+name) {
+		msg = "job " + name + ": " + msg
+	}
+	return fmt.Sprintf("poolrun: %s; running it again (attempt %d)\n", msg, e.Attempt+1)
 }
 
 // run runs p with the progress display, and returns the wall time and

@@ -4,6 +4,11 @@ package cli
 // help: every key that package workflow's parser takes (decode.go), and
 // no other, for it refuses any other.
 const workflowFields = `Workflow fields (any other key is an error):
+  vars:                          optional: variable name -> value, a string
+    NAME: VALUE                  NAME of a-z, 0-9 and _: ${NAME} in jobs and
+                                 items; --set NAME=VALUE overrides it
+  workdir: DIR                   optional: where the commands run and paths
+                                 are read (default: FILE's folder)
   items:                         optional: item name -> how to build it
     NAME:
       run: CMD                   builds the item at "$POOLRUN_ITEM"; a job
@@ -14,10 +19,17 @@ const workflowFields = `Workflow fields (any other key is an error):
       after: [ID or GLOB, ...]   jobs that must succeed first
       needs: [ITEM, ...]         items the command uses
       inputs: [PATH or GLOB]     files it reads, and outputs: files it
-      outputs: [PATH or GLOB]    writes (relative to FILE's folder): a job
-                                 whose outputs are up to date is skipped
-      foreach: {VAR: VALUES}     one job per value, VALUES a list [a, b] or
-                                 a range 1..8; several VARs: every combination
+      outputs: [PATH or GLOB]    writes (relative to the workdir): a job
+                                 whose outputs are up to date is skipped; a
+                                 job reading another's output runs after it
+      foreach: {VAR: VALUES}     one job per value, VALUES a list [a, b], a
+                                 range 1..8 or a glob "data/*.csv" (${VAR},
+                                 ${VAR.stem}); several VARs: every combination
       timeout: DURATION          fail the job after it, e.g. 90s, 10m, 1h30m
+      retries: N                 run it again up to N times (0 to 100) if it
+                                 fails (or times out, or its worker dies)
+      retry_delay: DURATION      wait that long before each new run
+      threads: N                 it counts N (1 to 4096) against -j
+      mem: SIZE                  and SIZE (512M, 2G, 1.5GiB) against --mem
   after, needs, inputs and outputs also take a single string: after: split
 `

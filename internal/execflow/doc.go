@@ -67,6 +67,32 @@
 // mode too: the engine sends it the same way); asCommandError turns it
 // back into a commandError.
 //
+// # Retries
+//
+// A job with retries (workflow.Job.Retries, else [Options.Retries]) is
+// queued with engine.JobRetries and engine.RetryFailures: a run that
+// fails (its command exits non-zero or is killed, an output is missing,
+// an item cannot be built, or the run passes its timeout, which bounds
+// each run) goes back to the pool's queue, after the job's retry_delay,
+// and runs again on whichever worker takes it, as does a run whose worker
+// died; the job fails when its retries are spent. A run is never retried
+// once the pool is interrupted, the job cancelled, or fail-fast has
+// stopped the pool. The retry loop is the engine's, not a loop in the
+// worker: the pool's process sees every run (events, engine.Job.Attempts,
+// the report), a run's timeout is the engine's, fail-fast and
+// interruptions stop the retries there, and a retried job does not hold
+// a worker while it waits for its delay. Each failed run removes what
+// its command wrote of the outputs before the next run starts (see
+// "Outputs of a failed job"). [FailureOf] reads the exit status, signal
+// and standard error's tail back from a run's error.
+//
+// # Resources
+//
+// A job's threads and mem (workflow.Job.Threads, Mem) become
+// engine.JobResources (slots and bytes): a pool with an engine.Capacity
+// runs at once only the jobs that fit in it (poolrun run: -j slots and
+// --mem bytes).
+//
 // # Stopping
 //
 // When the job's context ends (the pool is interrupted, or the worker is told
@@ -84,8 +110,9 @@
 // # Skipping what is done
 //
 // A job's inputs and outputs (workflow.Job's Inputs and Outputs: paths and
-// patterns relative to the folder of the workflow file, whatever
-// [Options.Dir] is) make a run incremental, as make's. [NewPlan] decides,
+// patterns relative to the workflow's working folder, workflow.Workflow's
+// Dir, whatever [Options.Dir] is; poolrun run gives that folder as
+// Options.Dir too) make a run incremental, as make's. [NewPlan] decides,
 // before anything runs and in the workflow's order, which jobs run and why
 // ([Decision], [Reason]), and which are skipped: those whose outputs all
 // exist, none older than their inputs or than the outputs of the jobs they

@@ -18,7 +18,10 @@ const (
 // and the counts, a box per job, labelled with its id and filled orange
 // when the plan runs it or grey when it skips it, with "run: " or "skip: "
 // and why ([Decision.Why]) as its tooltip; and an edge from each job to
-// each job that runs after it, in the order of the workflow's jobs.
+// each job that runs after it, in the order of the workflow's jobs: a
+// dashed one, with the input as its tooltip, where the dependency is
+// inferred from an input that is the other job's output
+// ([workflow.Job.Inferred]).
 // Render it with, say, dot -Tsvg.
 func (p *Plan) WriteDot(w io.Writer) error {
 	bw := bufio.NewWriter(w)
@@ -36,6 +39,11 @@ func (p *Plan) WriteDot(w io.Writer) error {
 	}
 	for _, d := range p.Decisions {
 		for _, a := range d.Job.After {
+			if in, ok := d.Job.Inferred[a]; ok {
+				fmt.Fprintf(bw, "\t%s -> %s [style=dashed, tooltip=%s];\n", dotQuote(a), dotQuote(d.Job.ID),
+					dotQuote("inferred: "+d.Job.ID+" reads "+in+", an output of "+a))
+				continue
+			}
 			fmt.Fprintf(bw, "\t%s -> %s;\n", dotQuote(a), dotQuote(d.Job.ID))
 		}
 	}

@@ -206,3 +206,34 @@ func (e *itemError) Error() string {
 }
 
 func (e *itemError) Unwrap() error { return e.Err }
+
+// A Failure is how a job's command, or the command of an item it needed,
+// failed, as a job's (or one of its runs') error says.
+type Failure struct {
+	// Item is the name of the item whose command failed, or "" when the
+	// job's own command did.
+	Item string
+	// ExitCode is the command's exit status, or -1 when it was killed by a
+	// signal.
+	ExitCode int
+	// Signal is the name of the signal that killed the command, as
+	// "SIGKILL", or "".
+	Signal string
+	// StderrTail holds the last lines of the command's standard error
+	// (see [Options.TailLines]), without the final newline.
+	StderrTail string
+}
+
+// FailureOf returns how the command failed whose exit err reports: the
+// error of a job queued by [Queue], as engine.Job.Result or an
+// engine.Attempt gives it, or of a run in an event. The second result
+// is false when err is not a command's exit status or signal (a timeout,
+// a cancel, a worker's death, a command that could not start, an output
+// missing after a command that exited 0).
+func FailureOf(err error) (Failure, bool) {
+	ce, ok := asCommandError(err)
+	if !ok {
+		return Failure{}, false
+	}
+	return Failure{Item: ce.Item, ExitCode: ce.ExitCode, Signal: ce.Signal, StderrTail: ce.StderrTail}, true
+}

@@ -74,6 +74,13 @@ type Options struct {
 	// the jobs it skips with engine.Skip (they end Skipped, and need no
 	// item). nil runs every job.
 	Plan *Plan
+	// Retries is how many more times a job whose entry has no retries
+	// field is run when its command fails (exits non-zero, is killed, or
+	// passes its timeout) or its worker dies; 0: never. A job with
+	// retries of its own (workflow.Job.Retries) has those. See
+	// "Retries" in the package documentation. It must be from 0 to
+	// workflow.MaxRetries.
+	Retries int
 }
 
 // A Result is what a job that succeeded reports.
@@ -218,13 +225,16 @@ func ItemHandles(wf *workflow.Workflow, opts Options) (map[string]cachepool.Hand
 // (engine.After) and needs the cache items of its Needs list (engine.Needs);
 // its Timeout, if any, bounds its run time (engine.JobTimeout, which
 // overrides the pool's engine.Timeout); it carries the label [LabelID] with
-// its id. A job that opts.Plan skips is queued with engine.Skip and needs
-// no item. A job with outputs has them checked after its command, and
-// removed if it fails (see the package documentation).
+// its id. A job with retries (its own, or opts.Retries) is queued with
+// engine.JobRetries and engine.RetryFailures (its retry_delay), and one
+// with threads or mem with engine.JobResources. A job that opts.Plan
+// skips is queued with engine.Skip and needs no item. A job with outputs
+// has them checked after its command, and removed if it fails (see the
+// package documentation).
 //
 // Queue checks everything before it queues anything: it fails, queueing
 // nothing, when opts.Dir, the scratch folder or opts.Stdio.LogDir (if
-// any) is not an existing folder, an
+// any) is not an existing folder, opts.Retries is out of range, an
 // opts.Env entry is not KEY=value, or wf is not as [workflow.Parse] returns
 // them (a nil job, two jobs with one id, a job that needs an unknown item,
 // or runs after a job that is unknown or comes later in wf.Jobs), or
@@ -257,6 +267,13 @@ type planned struct {
 	items   []cachepool.Handle
 	timeout time.Duration
 	skip    bool
+	// retries is how many times it is run again, set: -1 when neither
+	// the job nor Options say (the pool's engine.Retries then applies to
+	// its worker's death); delay the wait before each new run; cost what
+	// it takes while it runs (threads, mem).
+	retries int
+	delay   time.Duration
+	cost    engine.Resources
 }
 
 // Prepare does all that [Queue] does before it queues the first job:
@@ -270,6 +287,9 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 	s, err := resolve(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Retries < 0 || opts.Retries > workflow.MaxRetries {
+		return nil, fmt.Errorf("execflow: %d retries: want 0 to %d", opts.Retries, workflow.MaxRetries)
 	}
 	if opts.Plan != nil && opts.Plan.wf != wf {
 		return nil, fmt.Errorf("execflow: %s: the plan is of another workflow (%s)", wf.File, opts.Plan.wf.File)
@@ -302,6 +322,15 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 			after:   j.After,
 			timeout: j.Timeout,
 			skip:    opts.Plan != nil && !opts.Plan.Runs(j.ID),
+			retries: -1,
+			delay:   j.RetryDelay,
+			cost:    engine.Resources{Slots: j.Threads, Memory: j.Mem},
+		}
+		switch {
+		case j.Retries != nil:
+			pl.retries = *j.Retries
+		case opts.Retries > 0:
+			pl.retries = opts.Retries
 		}
 		pl.arg.Outputs = outs.of(j)
 		for _, name := range j.Needs {
@@ -352,6 +381,15 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 		}
 		if pl.skip {
 			jopts = append(jopts, engine.Skip())
+		}
+		if pl.retries >= 0 {
+			jopts = append(jopts, engine.JobRetries(pl.retries))
+		}
+		if pl.retries > 0 {
+			jopts = append(jopts, engine.RetryFailures(pl.delay))
+		}
+		if pl.cost != (engine.Resources{}) {
+			jopts = append(jopts, engine.JobResources(pl.cost))
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
 	}

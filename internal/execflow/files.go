@@ -12,23 +12,37 @@ import (
 )
 
 // This file finds the files a job's inputs and outputs stand for: paths
-// and patterns relative to the workflow file's folder.
+// and patterns relative to the workflow's working folder.
 
-// folder is the folder of a workflow file, against which its jobs' inputs
-// and outputs are read. (Its fields are exported for gob: a job's
+// folder is the working folder of a workflow (workflow.Workflow.Dir),
+// against which its jobs' inputs and outputs are read. (Its fields are exported for gob: a job's
 // argument carries it to the worker.)
 type folder struct {
 	Abs   string // absolute
 	Shown string // as the workflow file's name gives it, for messages: "." for "wf.yaml"
 }
 
-// folderOf returns the folder of the workflow file named file, made
-// absolute against the current folder.
-func folderOf(file string) (folder, error) {
-	shown := filepath.Dir(file)
+// folderOf returns the folder against which the inputs and outputs of
+// wf's jobs are read: wf.Dir, its working folder, or, when wf has none
+// (a Workflow made by hand), the folder of wf.File made absolute against
+// the current folder. It is shown in messages as wf.File's folder is when
+// it is that folder, else relative to the current folder when it lies
+// below it, else absolute.
+func folderOf(wf *workflow.Workflow) (folder, error) {
+	shown := filepath.Dir(wf.File)
 	abs, err := filepath.Abs(shown)
 	if err != nil {
-		return folder{}, fmt.Errorf("execflow: folder of %s: %w", file, err)
+		return folder{}, fmt.Errorf("execflow: folder of %s: %w", wf.File, err)
+	}
+	if wf.Dir == "" || wf.Dir == abs {
+		return folder{Abs: abs, Shown: shown}, nil
+	}
+	abs = filepath.Clean(wf.Dir)
+	shown = abs
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			shown = rel
+		}
 	}
 	return folder{Abs: abs, Shown: shown}, nil
 }

@@ -35,7 +35,7 @@ type outputsMaker struct {
 // newOutputsMaker returns the maker of the outputs of wf's jobs, whose
 // commands run in the folder work (absolute).
 func newOutputsMaker(wf *workflow.Workflow, work string) (*outputsMaker, error) {
-	dir, err := folderOf(wf.File)
+	dir, err := folderOf(wf)
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,10 @@ func (d Decision) Why() string {
 	case ChangedCommand:
 		return "its command changed"
 	case AfterRuns:
+		if d.Job != nil && d.Job.Inferred[d.After] != "" {
+			in := d.Job.Inferred[d.After]
+			return "reads " + in + ", an output of " + d.After + ", which will run"
+		}
 		return "runs after " + d.After + ", which will run"
 	case MissingInput:
 		return "input " + d.Path + " is missing"
@@ -112,6 +116,13 @@ type PlanOptions struct {
 	// (and so the jobs after them); [workflow.Workflow.Match] finds them
 	// from patterns. nil forces none.
 	Force map[string]bool
+	// Others holds the ids of the jobs of the whole workflow file that
+	// the plan's workflow leaves out (a run of targets:
+	// [workflow.Workflow.Select]): [Plan.Save] keeps what the state file
+	// says of them, as of jobs that did not run. nil names none, and
+	// Save drops from the state file the jobs that the plan's workflow
+	// does not have.
+	Others map[string]bool
 }
 
 // A Plan says which jobs of a workflow a run would run, and why, and which
@@ -127,6 +138,7 @@ type Plan struct {
 	dir       folder
 	stateFile string
 	state     *state                   // as read; nil when no job declares outputs
+	others    map[string]bool          // PlanOptions.Others
 	rec       atomic.Pointer[recorder] // set by Begin, until Save
 	begun     bool
 }
@@ -144,7 +156,8 @@ type Plan struct {
 //     outputs;
 //   - otherwise it is skipped.
 //
-// Inputs and outputs are read relative to the folder of wf.File (made
+// Inputs and outputs are read relative to wf.Dir, the workflow's working
+// folder (or, in a Workflow without one, the folder of wf.File made
 // absolute against the current folder), and a folder counts by its own
 // modification time. Symbolic links are followed. The state file is
 // stateFile(wf.File), read only when some job declares outputs; a job
@@ -157,7 +170,7 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	if wf == nil {
 		panic("execflow: NewPlan with a nil workflow")
 	}
-	dir, err := folderOf(wf.File)
+	dir, err := folderOf(wf)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +180,7 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		byID:      make(map[string]int, len(wf.Jobs)),
 		dir:       dir,
 		stateFile: stateFile(wf.File),
+		others:    opts.Others,
 	}
 	for _, j := range wf.Jobs {
 		if j != nil && len(j.Outputs) > 0 {

@@ -515,3 +515,52 @@ func TestBatchQueueTwice(t *testing.T) {
 		t.Error("Prepare with a folder that does not exist: no error")
 	}
 }
+
+// With a workdir, inputs and outputs are read there, and shown relative to
+// the current folder; a dependency inferred from a file says so, in the
+// plan's reasons and as a dashed edge of its graph.
+func TestPlanWorkdirAndInferred(t *testing.T) {
+	dir := t.TempDir()
+	planFiles(t, dir, map[string]int{"work/raw.csv": 2, "work/clean.csv": 1, "flows/": 0})
+	text := `workdir: ../work
+jobs:
+  - {id: plot, run: x, inputs: [clean.csv], outputs: [plot.png]}
+  - {id: clean, run: x, inputs: [raw.csv], outputs: [clean.csv]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "flows", "wf.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	wf, err := workflow.Load("flows/wf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"clean": "run: input work/raw.csv is newer than output work/clean.csv",
+		"plot":  "run: output work/plot.png is missing",
+	}
+	if got := decisions(p); !maps.Equal(got, want) {
+		t.Errorf("decisions %q, want %q", got, want)
+	}
+	planFiles(t, dir, map[string]int{"work/raw.csv": 1, "work/clean.csv": 2, "work/plot.png": 3})
+	if err := os.WriteFile(filepath.Join(dir, "flows", ".wf.yaml.poolrun-state"), []byte(`{"version":2,"jobs":{"clean":{"command":"`+hashOf("x")+`","status":"failed"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = execflow.NewPlan(wf, execflow.PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := decisions(p)["plot"], "run: reads clean.csv, an output of clean, which will run"; got != want {
+		t.Errorf("plot: %q, want %q", got, want)
+	}
+	var b bytes.Buffer
+	if err := p.WriteDot(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\t\"clean\" -> \"plot\" [style=dashed, tooltip=\"inferred: plot reads clean.csv, an output of clean\"];\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("WriteDot:\n%s\nwant a line %q", b.String(), want)
+	}
+}

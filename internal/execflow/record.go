@@ -143,7 +143,8 @@ func (r *recorder) end() {
 // worker died) failed, every job that the run's interruption stopped
 // (its error is context.Canceled) or that was still running started; it
 // keeps what it knew of the jobs that
-// did not run, and drops the jobs the workflow no longer has. jobs are as
+// did not run and of those [PlanOptions.Others] names, and drops the jobs
+// the workflow no longer has. jobs are as
 // [Queue] returned them for this plan. It writes the file atomically and
 // synced (a temporary file renamed), with mode 0666 less the umask, and
 // only when its content changes; when no job declares outputs it writes
@@ -182,6 +183,11 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 			next.Jobs[j.ID] = done
 		case known:
 			next.Jobs[j.ID] = old
+		}
+	}
+	for id := range p.others {
+		if old, known := p.state.Jobs[id]; known {
+			next.Jobs[id] = old
 		}
 	}
 	if onDisk != nil && onDisk.equal(next) {

@@ -46,6 +46,12 @@ type parser struct {
 	lists  map[*yaml.Node]memoed[[]text]
 	vars   map[*yaml.Node]memoed[[]variable]
 	values map[*yaml.Node]memoed[[]string]
+
+	// The workflow's own variables and working folder (vars.go).
+	set     map[string]string // Options.Set
+	globals map[string]string // vars: with Options.Set over it; nil if none
+	varLine map[string]int    // line of each name of vars:; 0 for one of --set alone
+	workdir string            // absolute working folder; "" if unknown
 }
 
 // memoed is what a read of an anchored node gave.
@@ -124,6 +130,7 @@ type entry struct {
 	outputs []text
 	vars    []variable    // foreach, in file order; nil without foreach
 	limit   time.Duration // timeout; 0 without
+	res     resources     // retries, retry_delay, threads, mem
 }
 
 // variable is one foreach variable and its values.
@@ -167,7 +174,7 @@ func (p *parser) read(data []byte) *Workflow {
 		return nil
 	}
 	fields, _ := p.fields(root, "workflow")
-	var jobs, items *field
+	var jobs, items, vars, workdir *field
 	for i := range fields {
 		f := &fields[i]
 		switch f.key {
@@ -175,11 +182,17 @@ func (p *parser) read(data []byte) *Workflow {
 			jobs = f
 		case "items":
 			items = f
+		case "vars":
+			vars = f
+		case "workdir":
+			workdir = f
 		default:
-			p.fail(f.keyLine, "unknown field %q (a workflow has jobs and items)", f.key)
+			p.fail(f.keyLine, "unknown field %q (a workflow has jobs, items, vars and workdir)", f.key)
 		}
 	}
-	w := &Workflow{File: p.file}
+	p.readVars(vars, data)
+	p.readWorkdir(workdir)
+	w := &Workflow{File: p.file, Dir: p.workdir}
 	if items != nil {
 		w.Items = p.items(items)
 	}
@@ -359,9 +372,9 @@ func (p *parser) item(f field) *Item {
 	case run == nil || !ok:
 		return nil
 	}
-	s, err := substitute(run.s, nil, true)
+	s, err := substitute(run.s, p.globals, true)
 	if err != nil {
-		p.refError(run.line, name, "run", err, " (an item has no foreach)")
+		p.refError(run.line, name, "run", err, " (an item has no foreach)"+p.globalsDefined())
 		return nil
 	}
 	it.Run = s
@@ -464,7 +477,7 @@ func (e *entry) count() int {
 }
 
 // jobFields lists the fields of a job, for the error about another.
-const jobFields = "id, run, after, needs, inputs, outputs, foreach and timeout"
+const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem"
 
 // entry reads one element of the jobs list. It returns nil, and sets
 // p.lost, when the entry has no usable id or foreach: the jobs it stands
@@ -523,7 +536,9 @@ func (p *parser) entry(n *yaml.Node) *entry {
 		case "foreach":
 			e.vars, foreachOK = p.foreach(f, name)
 		case "timeout":
-			e.limit = p.timeout(f, name)
+			e.limit = p.duration(f, name)
+		case "retries", "retry_delay", "threads", "mem":
+			p.resource(&e.res, f, name)
 		default:
 			p.fail(f.keyLine, "%s: unknown field %q (a job has %s)", name, f.key, jobFields)
 		}
@@ -575,22 +590,22 @@ func (p *parser) readList(f field, name string) ([]text, bool) {
 	return list, true
 }
 
-// timeout reads the timeout field f of the job called name: a duration
-// as time.ParseDuration takes it, more than zero. It returns 0 if the
-// field has a mistake.
-func (p *parser) timeout(f field, name string) time.Duration {
+// duration reads the timeout or retry_delay field f of the job called
+// name: a duration as time.ParseDuration takes it, more than zero. It
+// returns 0 if the field has a mistake.
+func (p *parser) duration(f field, name string) time.Duration {
 	n := f.value
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.fail(n.Line, "%s: timeout must be a duration such as 90s, 2m or 1h30m, not %s", name, describe(n))
+		p.fail(n.Line, "%s: %s must be a duration such as 90s, 2m or 1h30m, not %s", name, f.key, describe(n))
 		return 0
 	}
 	d, err := time.ParseDuration(n.Value)
 	switch {
 	case err != nil:
-		p.fail(n.Line, "%s: timeout %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, n.Value)
+		p.fail(n.Line, "%s: %s %q is not a duration: write a number and a unit, such as 90s, 2m or 1h30m", name, f.key, n.Value)
 		return 0
 	case d <= 0:
-		p.fail(n.Line, "%s: timeout %q: want a duration of more than zero", name, n.Value)
+		p.fail(n.Line, "%s: %s %q: want a duration of more than zero", name, f.key, n.Value)
 		return 0
 	}
 	return d
@@ -624,6 +639,11 @@ func (p *parser) readForeach(n *yaml.Node, name string) ([]variable, bool) {
 		v := variable{name: f.key}
 		if !validVar(v.name) {
 			p.fail(f.keyLine, "%s: foreach variable %q is not valid: start with a-z, then use a-z, 0-9 and _", name, v.name)
+			ok = false
+			continue
+		}
+		if clash := p.clash(v.name); clash != "" {
+			p.fail(f.keyLine, "%s: foreach variable %q is also %s: rename one", name, v.name, clash)
 			ok = false
 			continue
 		}
@@ -675,25 +695,32 @@ func (p *parser) readValues(n *yaml.Node, what string) ([]string, bool) {
 		return vals, true
 	}
 	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.fail(n.Line, "%s: want a list or a range \"A..B\", not %s", what, describe(n))
+		p.fail(n.Line, "%s: want a list, a range \"A..B\" or a glob of files, not %s", what, describe(n))
 		return nil, false
 	}
-	m := rangeRE.FindStringSubmatch(n.Value)
+	value, ok := p.substituteGlobals(n.Value, n.Line, what)
+	if !ok {
+		return nil, false
+	}
+	if isPattern(value) {
+		return p.globValues(value, n.Line, what)
+	}
+	m := rangeRE.FindStringSubmatch(value)
 	if m == nil {
-		p.fail(n.Line, "%s: want a list or a range \"A..B\", not %q", what, n.Value)
+		p.fail(n.Line, "%s: want a list, a range \"A..B\" or a glob of files such as \"data/*.csv\", not %q", what, value)
 		return nil, false
 	}
 	lo, err1 := strconv.ParseInt(m[1], 10, 64)
 	hi, err2 := strconv.ParseInt(m[2], 10, 64)
 	switch {
 	case err1 != nil || err2 != nil:
-		p.fail(n.Line, "%s: bad range %q: number out of range", what, n.Value)
+		p.fail(n.Line, "%s: bad range %q: number out of range", what, value)
 		return nil, false
 	case lo > hi:
-		p.fail(n.Line, "%s: bad range %q: the start is greater than the end", what, n.Value)
+		p.fail(n.Line, "%s: bad range %q: the start is greater than the end", what, value)
 		return nil, false
 	case uint64(hi)-uint64(lo) >= MaxJobs: // exact even when hi-lo overflows int64
-		p.fail(n.Line, "%s: range %q has more than %d values", what, n.Value, MaxJobs)
+		p.fail(n.Line, "%s: range %q has more than %d values", what, value, MaxJobs)
 		return nil, false
 	}
 	width := 0

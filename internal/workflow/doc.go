@@ -2,7 +2,8 @@
 // commands to run as a graph of jobs, and of the per-worker artefacts
 // ("items") that those jobs need.
 //
-// [Parse] and [Load] check a whole file before anything runs and return
+// [Parse] and [Load] ([ParseWith] and [LoadWith] with variables from the
+// command line) check a whole file before anything runs and return
 // either a [Workflow] whose jobs are fully expanded and resolved, or an
 // [*Errors] that lists every mistake found (up to [MaxErrors]), each an
 // [*Error] of the form "FILE:LINE: what is wrong". This package only reads
@@ -26,10 +27,17 @@
 //	    run: ./merge
 //	    after: [align-*]
 //
-// The top level is a mapping with two fields, and no others:
+// The top level is a mapping with these fields, and no others:
 //
 //   - jobs (required): a list of job entries, at least one.
 //   - items (optional): a mapping from item name to item.
+//   - vars (optional): a mapping from variable name to value, a string;
+//     see "Variables" below.
+//   - workdir (optional): the workflow's working folder, where the
+//     commands run and against which inputs, outputs and foreach globs
+//     are read: a folder relative to the workflow file's, or absolute,
+//     that must exist (${NAME} of vars expands in it). Without it, the
+//     workflow file's folder. It becomes [Workflow.Dir].
 //
 // An item has one field, run: a command for sh -c that builds the item at
 // the path in $POOLRUN_ITEM (the constant [ItemEnv]). A worker runs it the
@@ -61,8 +69,22 @@
 //     into [Job.Timeout] (0 when the field is absent: no limit of the
 //     job's own); running the workflow enforces it. There is no default
 //     for all jobs in the file.
+//   - retries: how many more times to run the job's command when it fails
+//     (exits non-zero, or passes its timeout, which then bounds each run)
+//     or its worker dies: a whole number from 0 to [MaxRetries], into
+//     [Job.Retries] (nil when absent: poolrun run's --retries then says;
+//     retries: 0 keeps a job from being retried whatever --retries says).
+//   - retry_delay: how long to wait before each new run, a duration as for
+//     timeout, more than zero, into [Job.RetryDelay].
+//   - threads: the threads the command uses, 1 to [MaxThreads], into
+//     [Job.Threads]: poolrun run counts them against -j (default 1).
+//   - mem: the memory the command uses, a size (see [ParseSize]: 512M, 2G,
+//     1.5GiB; units are powers of 1024), into [Job.Mem]: poolrun run
+//     counts it against --mem.
 //
 // after and needs take a list (after: [a, b]) or a single string (after: a).
+// A job also runs after every job one of whose outputs is one of its
+// inputs, without an after entry: see "Inferred dependencies".
 // Quote a pattern that starts with * (after: ["*-merge"]): YAML reads *name
 // as an alias. Duplicates are dropped. Dependencies must not form a cycle. The order of
 // jobs in the file does not matter for dependencies: a job may run after one
@@ -82,16 +104,39 @@
 //	    run: ./sample ${s} ${k}
 //	    after: [chunk-*]
 //
-// The values of a variable are either a non-empty list of strings
-// ([a, b, c]; numbers are taken as written) or an inclusive integer range
-// "A..B" with A <= B (negative ends allowed). If either end of a range is
+// The values of a variable are a non-empty list of strings
+// ([a, b, c]; numbers are taken as written), an inclusive integer range
+// "A..B" with A <= B (negative ends allowed), or a glob of files. If either end of a range is
 // written with a leading zero, every value is padded with zeros to the
 // width of the wider end: 01..10 gives 01, 02, ..., 10, which keeps ids in
 // order when sorted as text. With several variables the jobs come in the
 // order of nested loops, the first variable outermost. There is no plain
 // list form (foreach: [a, b]): every variable has a name. Variable names
 // start with a lower-case letter and go on with lower-case letters, digits
-// and '_'.
+// and '_'. A foreach variable may not have the name of a variable of vars
+// or of [Options.Set]: that is an error, not a silent choice of one.
+//
+// A string with *, ? or [ is a glob, as inputs take them (see [Glob]),
+// relative to the working folder (or absolute): there is one value per
+// file or folder that it matches, its path as the glob gives it
+// (data/a.csv), in lexical order. It is read when the workflow is read,
+// before anything runs: it finds the files that exist then, not those
+// that the jobs will make. A glob that matches nothing is an error.
+// Quote it, as in the example below: YAML reads *name as an alias.
+//
+//	jobs:
+//	  - id: count-${f.stem}
+//	    foreach: {f: "data/*.csv"}     # f = data/a.csv, data/b.csv, ...
+//	    run: wc -l < ${f} > out/${f.stem}.n
+//	    inputs: ["${f}"]
+//	    outputs: ["out/${f.stem}.n"]
+//
+// ${name.stem} is the base name of the value of name without its last
+// extension (a for data/a.csv, x.tar for x.tar.gz; the whole base name
+// when it has no other part, as .env), ${name.name} the base name (a.csv)
+// and ${name.dir} the folder (data; . for a.csv): for every variable,
+// not only a glob's. A range and a glob may use ${NAME} of vars
+// (foreach: {i: "1..${n}"}); the values of a list are taken as written.
 //
 // ${name} is replaced by the variable's value in id, run, and every entry
 // of after, needs, inputs and outputs (so after: ["split-${i}"] pairs jobs
@@ -112,8 +157,34 @@
 //     the shell as ${name}, for a shell variable in braces.
 //
 // In id, after, needs, inputs and outputs, every ${...} must name a
-// variable of the entry. The same rules apply to item commands, which have
-// no variables.
+// variable of the entry or of the workflow. The same rules apply to item
+// commands, which see only the workflow's variables.
+//
+// # Variables
+//
+// vars gives variables to the whole file, as foreach gives them to an
+// entry; [Options.Set] (poolrun run --set NAME=VALUE) overrides their
+// values, and may give a value to a variable that the file uses as
+// ${NAME} without a vars entry (so that a run without it fails). A
+// variable of Options.Set that is neither in vars nor written ${NAME}
+// anywhere in the file is an error, so that a mistyped name is not
+// silently of no effect.
+//
+//	vars:
+//	  ref: hg38
+//	  n: "8"
+//	jobs:
+//	  - id: align-${i}
+//	    foreach: {i: "1..${n}"}
+//	    run: ./align --ref ${ref} --chunk ${i}
+//	    outputs: ["out/${ref}-${i}.bam"]
+//
+// Names follow the rules of foreach variables (a lower-case letter, then
+// lower-case letters, digits and '_'); values are strings, inserted as
+// they are, without shell quoting, and not scanned again. ${NAME} of vars
+// goes wherever a foreach variable goes (id, run, after, needs, inputs,
+// outputs, item commands), and also in workdir and in the ranges and
+// globs of foreach. [Job.Vars] holds only a job's foreach values.
 //
 // # Inputs and outputs
 //
@@ -121,9 +192,8 @@
 // path or a pattern with *, ? and [...] as in [path/filepath.Match] (write
 // \[ for a [ in a name; as in the shell, a name that begins with a dot is
 // matched only by a pattern that begins with one: see [Glob]), relative to
-// the folder of the workflow file, not to the commands' working folder
-// (they are the same when poolrun runs in the workflow's folder), or
-// absolute. Duplicates are dropped; they become [Job.Inputs] and
+// the working folder (the workflow file's folder, or workdir), where
+// poolrun run runs the commands too, or absolute. Duplicates are dropped; they become [Job.Inputs] and
 // [Job.Outputs].
 //
 //	jobs:
@@ -142,20 +212,45 @@
 // does it, poolrun run's -n shows it): a job whose outputs all exist, none
 // older than its inputs or than the outputs of the jobs it runs after, and
 // whose command is the one that made them (poolrun keeps a hash of each
-// job's command in a state file beside the workflow, .FILE.poolrun-state),
+// job's command in a state file beside the workflow file, whatever the
+// workdir, .FILE.poolrun-state),
 // is skipped, and the jobs after it go on as after a success; a job after
 // one that runs, runs too. A job without outputs always runs. A job that
 // fails has its outputs removed, and a command that exits 0 without
 // writing one of them fails its job.
 //
 // A failed job's outputs are removed (those its command wrote), so an
-// output must lie inside the workflow's folder, below it: an output that
-// resolves elsewhere once foreach values are in ("../x", "/out/*", or
+// output must lie inside the working folder, below it: an output that
+// resolves elsewhere once variables are in ("../x", "/out/*", or
 // "${d}/out/*" with an empty d), that is the folder itself, that would
 // match the workflow file or poolrun's own files beside it ([StateFile],
-// [LockFile]), or that would reach into a .git folder is refused, with the
-// path it resolves to. Two jobs must not declare the same output path
-// (patterns are not compared).
+// [LockFile]; also when a workdir above the workflow's folder holds them),
+// or that would reach into a .git folder is refused, with the path it
+// resolves to. Two jobs must not declare the same output path, once both
+// are made absolute and cleaned (patterns are not compared).
+//
+// # Inferred dependencies
+//
+// As in make, a job runs after every job that makes one of its inputs,
+// without an after entry: [Job.After] holds those jobs too, and
+// [Job.Inferred] says which came only from files, and through which
+// input. An input is compared with the other jobs' output paths, not
+// with their output patterns:
+//
+//   - an input path names the job whose output is the same path, once
+//     both are made absolute against the working folder and cleaned
+//     (./a/../b.txt is b.txt);
+//   - an input pattern names every job with an output path that it
+//     matches, part by part, names that begin with a dot only where the
+//     pattern's part does (merge's inputs: ["parts/*.txt"] names every
+//     job with an output parts/NAME.txt);
+//   - an output pattern names nothing: it says which files a job may
+//     write, not which it writes, and cannot be compared with another
+//     pattern. Write after for a job that reads what one writes.
+//
+// A job is never inferred to run after itself (a job may read and update
+// the same file). A cycle through inferred dependencies is an error as
+// one through after is.
 //
 // # Checks
 //
@@ -176,14 +271,21 @@
 // Parse refuses, with the line of the offending text: YAML syntax errors; a
 // second YAML document in the file; unknown or repeated fields anywhere;
 // a job without id or run; a timeout that is not a duration of more than
-// zero; an item without run; bad ids or item names; two
+// zero; vars that is not a mapping of valid names to strings; a variable
+// of [Options.Set] that is not a valid name, or that the file neither
+// declares nor uses (these have no line: FILE: --set NAME: ...); a foreach
+// variable with the name of one of vars or --set; a workdir that is not
+// an existing folder; a foreach glob that matches no file; an item
+// without run; bad ids or item names; two
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
 // none; needs naming an unknown item; a malformed pattern in inputs or
-// outputs; an output outside the workflow's folder, or that could match
+// outputs; an output outside the working folder, or that could match
 // the workflow file, its state or lock file or a .git folder; an
 // output path that another job declares too; a dependency cycle (naming its path,
-// a -> b -> a, where each job runs after the next); a bad foreach (not a
+// a -> b (FILE:LINE) -> a, where each job runs after the next, with the
+// line of each job other than the first, whose line the error has, and
+// the input that makes each inferred dependency of the path); a bad foreach (not a
 // mapping, an empty list, a bad range, an unknown variable, ids repeated by
 // the expansion); a file with no jobs; more than [MaxJobs] jobs,
 // [MaxDependencies] dependencies, [MaxPaths] inputs and outputs, 256 MiB of
@@ -206,6 +308,14 @@
 // block): the file is cut after a line and the cut decoded again, starting
 // from the last line the library read before it failed, which usually
 // costs one more parse of the file.
+//
+// # Targets
+//
+// [Workflow.Select] keeps the jobs that targets name (ids, or patterns as
+// after takes them) and every job they run after, directly or not,
+// inferred dependencies included, as make runs a target and what it
+// needs: poolrun run FILE TARGET... runs that. A target that matches no
+// job is an error that names the ids closest to it.
 //
 // # Order
 //

@@ -1,10 +1,15 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
+
+// ErrUnknownTarget is returned, wrapped, by [Workflow.Select] when a
+// target matches no job of the workflow (or is a malformed pattern).
+var ErrUnknownTarget = errors.New("unknown target")
 
 // MaxErrors is the number of mistakes an [*Errors] lists at most; it
 // counts the others in [Errors.More].
@@ -15,7 +20,7 @@ const MaxErrors = 20
 // fields.
 type Error struct {
 	File string // the file name given to Parse or Load
-	Line int    // 1-based line of the offending text; never 0 from Parse
+	Line int    // 1-based line of the offending text; 0 for a mistake of Options.Set
 	Msg  string // what is wrong, naming the job id or item involved
 }
 

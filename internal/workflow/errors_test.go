@@ -67,13 +67,13 @@ jobs:
   - {id: a, run: x}
 job:
   - {id: b, run: x}
-`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs and items)`},
+`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, vars and workdir)`},
 		{name: "unknown job field", in: `
 jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach and timeout)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -197,7 +197,7 @@ jobs:
   - id: b
     run: x
     after: [a]
-`, want: `wf.yaml:2: dependency cycle: a -> b -> a`},
+`, want: `wf.yaml:2: dependency cycle: a -> b (wf.yaml:5) -> a`},
 		{name: "self cycle", in: `
 jobs:
   - id: a
@@ -220,7 +220,7 @@ jobs:
   - id: e
     run: x
     after: [d]
-`, want: `wf.yaml:5: dependency cycle: c -> e -> d -> c`},
+`, want: `wf.yaml:5: dependency cycle: c -> e (wf.yaml:11) -> d (wf.yaml:8) -> c`},
 		{name: "cycle through a glob", in: `
 jobs:
   - id: step-${i}
@@ -232,7 +232,63 @@ jobs:
   - id: step-0
     run: x
     after: [merge]
-`, want: `wf.yaml:5: dependency cycle: merge -> step-0 -> merge`},
+`, want: `wf.yaml:5: dependency cycle: merge -> step-0 (wf.yaml:8) -> merge`},
+
+		// Retries and resources.
+		{name: "negative retries", in: `
+jobs:
+  - id: a
+    run: x
+    retries: -1
+`, want: `wf.yaml:4: job "a": retries -1: want a whole number from 0 to 100`},
+		{name: "retries not a number", in: `
+jobs:
+  - id: a
+    run: x
+    retries: [1]
+`, want: `wf.yaml:4: job "a": retries must be a whole number from 0 to 100, not a list`},
+		{name: "bad retry_delay", in: `
+jobs:
+  - id: a
+    run: x
+    retry_delay: 5
+`, want: `wf.yaml:4: job "a": retry_delay "5" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`},
+		{name: "zero retry_delay", in: `
+jobs:
+  - id: a
+    run: x
+    retry_delay: 0s
+`, want: `wf.yaml:4: job "a": retry_delay "0s": want a duration of more than zero`},
+		{name: "zero threads", in: `
+jobs:
+  - id: a
+    run: x
+    threads: 0
+`, want: `wf.yaml:4: job "a": threads 0: want a whole number from 1 to 4096`},
+		{name: "too many threads", in: `
+jobs:
+  - id: a
+    run: x
+    threads: 4097
+`, want: `wf.yaml:4: job "a": threads 4097: want a whole number from 1 to 4096`},
+		{name: "bad mem unit", in: `
+jobs:
+  - id: a
+    run: x
+    mem: 2 lots
+`, want: `wf.yaml:4: job "a": mem "2 lots": want a size in bytes, or with a unit K, M, G or T (powers of 1024), such as 512M, 2G or 1.5GiB`},
+		{name: "negative mem", in: `
+jobs:
+  - id: a
+    run: x
+    mem: -1G
+`, want: `wf.yaml:4: job "a": mem "-1G": want a size in bytes, or with a unit K, M, G or T (powers of 1024), such as 512M, 2G or 1.5GiB`},
+		{name: "huge mem", in: `
+jobs:
+  - id: a
+    run: x
+    mem: 9000000T
+`, want: `wf.yaml:4: job "a": mem "9000000T": too large: want less than 8 EiB`},
 
 		// Timeouts.
 		{name: "timeout without a unit", in: `
@@ -385,7 +441,7 @@ jobs:
   - id: a-${i}
     foreach: {i: 1-8}
     run: x
-`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list or a range "A..B", not "1-8"`},
+`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list, a range "A..B" or a glob of files such as "data/*.csv", not "1-8"`},
 		{name: "foreach range out of int64", in: `
 jobs:
   - id: a-${i}
@@ -420,7 +476,7 @@ jobs:
   - id: a-${i}
     foreach: {i: {x: 1}}
     run: x
-`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list or a range "A..B", not a mapping`},
+`, want: `wf.yaml:3: job "a-${i}": foreach variable "i": want a list, a range "A..B" or a glob of files, not a mapping`},
 		{name: "foreach bad variable name", in: `
 jobs:
   - id: a-${I}

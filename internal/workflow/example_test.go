@@ -68,7 +68,7 @@ func ExampleParse_error() {
 		fmt.Printf("file %s, line %d\n", werr.File, werr.Line)
 	}
 	// Output:
-	// cycle.yaml:2: dependency cycle: a -> b -> a
+	// cycle.yaml:2: dependency cycle: a -> b (cycle.yaml:5) -> a
 	// file cycle.yaml, line 2
 }
 

@@ -84,7 +84,7 @@ func (p *parser) expand(entries []*entry) []*job {
 				if isPattern(o.s) {
 					continue
 				}
-				key := filepath.Clean(o.s)
+				key := p.pathKey(o.s)
 				if other := outputs[key]; other != nil {
 					p.fail(o.line, "%s: output %q is also an output of job %q (line %d)", name, o.s, other.ID, other.Line)
 					continue
@@ -133,33 +133,54 @@ func (j *job) textSize() int {
 // job kept without the part at fault.
 func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	j := &job{
-		Job:    &Job{Line: e.line, Vars: vars, Timeout: e.limit},
+		Job:    e.res.job(&Job{Line: e.line, Vars: vars, Timeout: e.limit}),
 		idLine: e.id.line,
 		entry:  e,
 	}
+	vars = p.scope(vars)
 	var err error
 	if j.ID, err = substitute(e.id.s, vars, false); err != nil {
-		p.refError(e.id.line, name, "id", err, e.defines())
+		p.refError(e.id.line, name, "id", err, p.defines(e))
 		p.lost = true
 		return nil
 	}
 	if !validID(j.ID) {
 		what := ""
-		if vars != nil {
-			what = " (" + e.describeVars(vars) + ")"
+		if j.Vars != nil {
+			what = " (" + e.describeVars(j.Vars) + ")"
 		}
 		p.fail(e.id.line, "job id %q%s is not valid: use letters, digits and %s", j.ID, what, idPunct)
 		p.lost = true
 		return nil
 	}
 	if j.Run, err = substitute(e.run.s, vars, true); err != nil {
-		p.refError(e.run.line, name, "run", err, e.defines())
+		p.refError(e.run.line, name, "run", err, p.defines(e))
 	}
 	j.after = p.substituteAll(e.after, vars, e, "after")
 	j.needs = p.substituteAll(e.needs, vars, e, "needs")
 	j.Inputs, _ = p.paths(e.inputs, vars, e, "inputs")
 	j.Outputs, j.outputs = p.paths(e.outputs, vars, e, "outputs")
 	return j
+}
+
+// scope returns the variables a job sees: the workflow's (vars: and
+// --set) and the foreach values of the job, vars. A foreach variable
+// never has the name of one of the workflow's (see clash).
+func (p *parser) scope(vars map[string]string) map[string]string {
+	if len(p.globals) == 0 {
+		return vars
+	}
+	if len(vars) == 0 {
+		return p.globals
+	}
+	all := make(map[string]string, len(p.globals)+len(vars))
+	for k, v := range p.globals {
+		all[k] = v
+	}
+	for k, v := range vars {
+		all[k] = v
+	}
+	return all
 }
 
 // substituteAll substitutes vars into the after or needs entries list of
@@ -172,7 +193,7 @@ func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, fi
 	for _, t := range list {
 		s, err := substitute(t.s, vars, false)
 		if err != nil {
-			p.refError(t.line, fmt.Sprintf("job %q", e.id.s), field, err, e.defines())
+			p.refError(t.line, fmt.Sprintf("job %q", e.id.s), field, err, p.defines(e))
 			continue
 		}
 		if s == "" {
@@ -233,6 +254,12 @@ func (e *entry) defines() string {
 	return " (foreach defines " + strings.Join(names, ", ") + ")"
 }
 
+// defines says which variables the jobs of e see, for errors about
+// unknown ones: those of e's foreach and the workflow's.
+func (p *parser) defines(e *entry) string {
+	return e.defines() + p.globalsDefined()
+}
+
 // describeVars writes vars as "i=1 k=a", in the order of e's foreach.
 func (e *entry) describeVars(vars map[string]string) string {
 	var b strings.Builder
@@ -277,12 +304,31 @@ func (p *parser) refError(line int, name, field string, err error, defines strin
 	p.fail(line, "%s", msg)
 }
 
-// substitute replaces every ${name} in s by vars[name].
+// lookup returns the value of the reference ref, the text between ${
+// and }: vars[ref], or a part of the value of a variable, as in
+// ${f.stem} (see derived).
+func lookup(vars map[string]string, ref string) (string, bool) {
+	if v, ok := vars[ref]; ok {
+		return v, true
+	}
+	name, suffix, ok := strings.Cut(ref, ".")
+	if !ok {
+		return "", false
+	}
+	v, ok := vars[name]
+	if !ok {
+		return "", false
+	}
+	return derived(v, suffix)
+}
+
+// substitute replaces every ${name} in s by vars[name], and every
+// ${name.stem}, ${name.name} and ${name.dir} by that part of it.
 //
 // In a run command (shell is true), only ${name} with a valid variable
-// name is a reference; every other use of $ is left for the shell, except
-// that $${ becomes ${. Elsewhere, every ${...} is a reference. An unknown or
-// unclosed reference is an error.
+// name (and ${name.stem} and the like) is a reference; every other use of
+// $ is left for the shell, except that $${ becomes ${. Elsewhere, every
+// ${...} is a reference. An unknown or unclosed reference is an error.
 func substitute(s string, vars map[string]string, shell bool) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -310,7 +356,7 @@ func substitute(s string, vars map[string]string, shell bool) (string, error) {
 			continue
 		}
 		end := strings.IndexByte(rest, '}')
-		if shell && (end < 0 || !validVar(rest[2:end])) {
+		if shell && (end < 0 || !validRef(rest[2:end])) {
 			b.WriteString("${")
 			i += 2
 			continue
@@ -318,7 +364,7 @@ func substitute(s string, vars map[string]string, shell bool) (string, error) {
 		if end < 0 {
 			return "", &substError{ref: rest}
 		}
-		v, ok := vars[rest[2:end]]
+		v, ok := lookup(vars, rest[2:end])
 		if !ok {
 			return "", &substError{ref: rest[:end+1], shell: shell}
 		}

@@ -113,25 +113,30 @@ func glob(dir string, parts []string, out *[]string) {
 
 // confine says why the output o (substituted) of a job may not be one,
 // "" when it may: a failed job's outputs are removed, so an output must lie
-// inside the workflow's folder, below it, and must not match the workflow
-// file, poolrun's own files beside it, nor reach into a .git folder.
+// inside the working folder (the workflow's folder or its workdir), below
+// it, and must not match the workflow file, poolrun's own files beside it,
+// nor reach into a .git folder.
 func (p *parser) confine(o string) string {
+	where := "the workflow's folder"
+	if p.workdir != p.dir {
+		where = "the workflow's workdir"
+	}
 	rel := filepath.Clean(o)
-	if p.dir != "" {
+	if p.workdir != "" {
 		abs := rel
 		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(p.dir, rel)
+			abs = filepath.Join(p.workdir, rel)
 		}
-		r, err := filepath.Rel(p.dir, abs)
-		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return fmt.Sprintf("it is %s, outside the workflow's folder %s: outputs must lie inside it", abs, p.dir)
+		r, err := filepath.Rel(p.workdir, abs)
+		if err != nil || outside(r) {
+			return fmt.Sprintf("it is %s, outside %s %s: outputs must lie inside it", abs, where, p.workdir)
 		}
 		rel = r
-	} else if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "it lies outside the workflow's folder: outputs must lie inside it"
+	} else if filepath.IsAbs(rel) || outside(rel) {
+		return "it lies outside " + where + ": outputs must lie inside it"
 	}
 	if rel == "." {
-		return "the workflow's folder itself cannot be an output"
+		return where + " itself cannot be an output"
 	}
 	parts := strings.Split(rel, string(filepath.Separator))
 	for _, part := range parts {
@@ -139,17 +144,46 @@ func (p *parser) confine(o string) string {
 			return "it would reach into a .git folder"
 		}
 	}
-	if len(parts) == 1 {
-		base := filepath.Base(p.file)
-		for _, own := range []struct{ name, what string }{
-			{base, "the workflow file"},
-			{filepath.Base(StateFile(base)), "the workflow's state file"},
-			{filepath.Base(LockFile(base)), "the workflow's lock file"},
-		} {
-			if matchName(parts[0], own.name) {
-				return fmt.Sprintf("it would match %s %s", own.what, own.name)
-			}
+	for _, own := range []struct{ path, what string }{
+		{p.file, "the workflow file"},
+		{StateFile(p.file), "the workflow's state file"},
+		{LockFile(p.file), "the workflow's lock file"},
+	} {
+		if p.matchesOwn(parts, own.path) {
+			return fmt.Sprintf("it would match %s %s", own.what, filepath.Base(own.path))
 		}
 	}
 	return ""
+}
+
+// outside reports whether the clean relative path rel leads out of its
+// folder.
+func outside(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// matchesOwn reports whether the output whose parts, relative to the
+// working folder, are parts could match the file at path (relative to
+// the current folder), one of the workflow's own.
+func (p *parser) matchesOwn(parts []string, path string) bool {
+	rel := filepath.Base(path)
+	if p.workdir != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return false
+		}
+		if rel, err = filepath.Rel(p.workdir, abs); err != nil || outside(rel) {
+			return false
+		}
+	}
+	own := strings.Split(rel, string(filepath.Separator))
+	if len(own) != len(parts) {
+		return false
+	}
+	for i := range parts {
+		if !matchName(parts[i], own[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"container/heap"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -44,12 +45,22 @@ func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
 	if p.stop {
 		return nil
 	}
+	inferred := p.infer(jobs, deps)
+	if p.stop {
+		return nil
+	}
 	for i, j := range jobs {
 		for _, d := range deps[i] {
 			j.After = append(j.After, jobs[d].ID)
 		}
+		if len(inferred) > 0 && inferred[i] != nil {
+			j.Inferred = make(map[string]string, len(inferred[i]))
+			for d, in := range inferred[i] {
+				j.Inferred[jobs[d].ID] = in
+			}
+		}
 	}
-	order := p.order(jobs, deps)
+	order := p.order(jobs, deps, inferred)
 	if order == nil {
 		return nil
 	}
@@ -151,7 +162,7 @@ func (p *parser) dependencies(jobs []*job) [][]int {
 // down below every job it runs after; among the jobs whose dependencies are
 // all placed, the first in the file comes next. It reports a cycle, and
 // returns nil then.
-func (p *parser) order(jobs []*job, deps [][]int) []int {
+func (p *parser) order(jobs []*job, deps [][]int, inferred []map[int]string) []int {
 	waiting := make([]int, len(jobs)) // dependencies not yet placed
 	dependents := make([][]int, len(jobs))
 	ready := &intHeap{}
@@ -175,7 +186,7 @@ func (p *parser) order(jobs []*job, deps [][]int) []int {
 		}
 	}
 	if len(order) < len(jobs) {
-		p.cycle(jobs, deps, waiting)
+		p.cycle(jobs, deps, inferred, waiting)
 		return nil
 	}
 	return order
@@ -184,8 +195,9 @@ func (p *parser) order(jobs []*job, deps [][]int) []int {
 // cycle reports a dependency cycle among the jobs that order could not
 // place (waiting[i] > 0). Every such job runs after another such job, so
 // walking from one must come back to a job already seen. The cycle is
-// written from its first job in the file.
-func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) {
+// written from its first job in the file, at that job's line, and names
+// the lines of the others and the inputs that make inferred edges.
+func (p *parser) cycle(jobs []*job, deps [][]int, inferred []map[int]string, waiting []int) {
 	start := slices.IndexFunc(waiting, func(w int) bool { return w > 0 })
 	seen := make(map[int]int) // job -> position in path
 	var walk []int
@@ -201,11 +213,32 @@ func (p *parser) cycle(jobs []*job, deps [][]int, waiting []int) {
 	}
 	first := slices.Index(walk, slices.Min(walk))
 	ids := make([]string, 0, len(walk)+1)
-	for n := range len(walk) + 1 {
-		ids = append(ids, jobs[walk[(first+n)%len(walk)]].ID)
-	}
+	var notes []string
 	j := jobs[walk[first]]
-	p.fail(j.Line, "dependency cycle: %s", strings.Join(ids, " -> "))
+	for n := range len(walk) + 1 {
+		k := walk[(first+n)%len(walk)]
+		if n == len(walk) {
+			ids = append(ids, jobs[k].ID)
+			break
+		}
+		if n > 0 && jobs[k].Line != j.Line {
+			ids = append(ids, fmt.Sprintf("%s (%s:%d)", jobs[k].ID, p.file, jobs[k].Line))
+		} else {
+			ids = append(ids, jobs[k].ID)
+		}
+		next := walk[(first+n+1)%len(walk)]
+		if len(inferred) == 0 || len(notes) >= 10 {
+			continue
+		}
+		if in, ok := inferred[k][next]; ok {
+			notes = append(notes, fmt.Sprintf("%s reads %s, an output of %s", jobs[k].ID, in, jobs[next].ID))
+		}
+	}
+	msg := "dependency cycle: " + strings.Join(ids, " -> ")
+	if len(notes) > 0 {
+		msg += "; " + strings.Join(notes, "; ")
+	}
+	p.fail(j.Line, "%s", msg)
 }
 
 // intHeap is a min-heap of ints for container/heap.

@@ -37,7 +37,12 @@ const MaxFileSize = 16 << 20
 
 // A Workflow is a parsed, checked workflow file.
 type Workflow struct {
-	File  string  // the file name given to Parse or Load
+	File string // the file name given to Parse or Load
+	// Dir is the workflow's working folder, absolute: the folder of File,
+	// or the one its workdir field names. The commands run there, and the
+	// jobs' relative inputs and outputs and foreach globs are relative to
+	// it. "" when it is unknown (File's folder could not be made absolute).
+	Dir   string
 	Items []*Item // in file order; nil if the file has none
 	// Jobs holds every job after foreach expansion, in file order except
 	// that each job comes after all the jobs it runs after (see the package
@@ -75,10 +80,28 @@ type Job struct {
 	// timeout field; 0 if the entry has none (no limit of the job's own).
 	// Running the workflow enforces it, not this package.
 	Timeout time.Duration
+	// Retries is how many more times the job's command is run when it
+	// fails (exits non-zero or passes its timeout) or its worker dies,
+	// from the entry's retries field; nil if the entry has none (then
+	// poolrun run's --retries says). RetryDelay is the wait before each
+	// new run, from retry_delay; 0 if none.
+	Retries    *int
+	RetryDelay time.Duration
+	// Threads is the number of threads the command uses, which it counts
+	// against poolrun run's -j, from the entry's threads field, 1 to
+	// [MaxThreads]; 0 if the entry has none (it counts 1). Mem is the
+	// memory it uses, in bytes, counted against --mem, from mem (see
+	// [ParseSize]); 0 if none. Running the workflow enforces both.
+	Threads int
+	Mem     int64
 	Line    int // line of the entry the job came from
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
 	Vars map[string]string
+	// Inferred maps the id of each job in After that this one runs after
+	// only because one of its inputs is that job's output (and not from
+	// the after field) to that input, as in Inputs. Nil if none.
+	Inferred map[string]string
 }
 
 // Parse reads a workflow from data and checks all of it: syntax, fields,
@@ -86,7 +109,13 @@ type Job struct {
 // names the data in errors and in [Workflow.File]. Any error is an
 // [*Errors] that lists every mistake found (see there), each an [*Error].
 func Parse(file string, data []byte) (*Workflow, error) {
-	p := &parser{file: file}
+	return ParseWith(file, data, Options{})
+}
+
+// ParseWith is [Parse] with the variables of opts (see [Options]); a
+// mistake in them is reported as one of the file's, without a line.
+func ParseWith(file string, data []byte, opts Options) (*Workflow, error) {
+	p := &parser{file: file, set: opts.Set}
 	if dir, err := filepath.Abs(filepath.Dir(file)); err == nil {
 		p.dir = dir
 	}
@@ -108,6 +137,12 @@ func Parse(file string, data []byte) (*Workflow, error) {
 // (or, had the file grown while read, MaxFileSize+1 bytes); otherwise it
 // behaves as [Parse] with path as the file name.
 func Load(path string) (*Workflow, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is [Load] with the variables of opts, as [ParseWith] takes
+// them.
+func LoadWith(path string, opts Options) (*Workflow, error) {
 	data, err := regfile.ReadFile(path, MaxFileSize)
 	var odd *regfile.NotRegularError
 	switch {
@@ -119,7 +154,7 @@ func Load(path string) (*Workflow, error) {
 	case err != nil:
 		return nil, err
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, opts)
 }
 
 // ItemByName returns the item called name, or nil if w has none.

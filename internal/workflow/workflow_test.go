@@ -569,3 +569,66 @@ func TestLoadNotRegular(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRetriesAndResources(t *testing.T) {
+	wf, err := workflow.Parse("wf.yaml", []byte(`
+jobs:
+  - id: a-${i}
+    foreach: {i: 1..2}
+    run: x
+    retries: 2
+    retry_delay: 1.5s
+    threads: 4
+    mem: 1.5GiB
+  - id: b
+    run: x
+    retries: 0
+  - id: c
+    run: x
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range wf.Jobs[:2] {
+		if j.Retries == nil || *j.Retries != 2 || j.RetryDelay != 1500*time.Millisecond || j.Threads != 4 || j.Mem != 3<<29 {
+			t.Errorf("%s: retries %v, delay %v, threads %d, mem %d", j.ID, j.Retries, j.RetryDelay, j.Threads, j.Mem)
+		}
+	}
+	if b := wf.Jobs[2]; b.Retries == nil || *b.Retries != 0 {
+		t.Errorf("b: retries %v, want 0 (given)", b.Retries)
+	}
+	if c := wf.Jobs[3]; c.Retries != nil || c.RetryDelay != 0 || c.Threads != 0 || c.Mem != 0 {
+		t.Errorf("c: %+v, want none of the fields", c)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1024", 1024, true},
+		{"512M", 512 << 20, true},
+		{"512MB", 512 << 20, true},
+		{"512mib", 512 << 20, true},
+		{"2G", 2 << 30, true},
+		{"1.5GiB", 3 << 29, true},
+		{"1 T", 1 << 40, true},
+		{"4k", 4096, true},
+		{"0", 0, true},
+		{"1.5", 0, false},
+		{"", 0, false},
+		{"G", 0, false},
+		{"-1", 0, false},
+		{"2X", 0, false},
+		{"1.2.3M", 0, false},
+		{"8192P", 0, false},
+		{"9000000T", 0, false},
+	} {
+		got, err := workflow.ParseSize(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

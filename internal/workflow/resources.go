@@ -1,0 +1,121 @@
+package workflow
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// This file reads the fields of a job entry that say how to run it rather
+// than what it does: retries, retry_delay, threads and mem.
+
+// MaxRetries is the most retries a job may have: a command that fails
+// more often than that is not worth running again.
+const MaxRetries = 100
+
+// MaxThreads is the most threads a job may declare, as poolrun run's -j
+// is at most that many workers.
+const MaxThreads = 4096
+
+// resources are an entry's retries, retry_delay, threads and mem fields.
+type resources struct {
+	retries *int
+	delay   time.Duration
+	threads int
+	mem     int64
+}
+
+// job sets the fields of j that r holds, and returns j.
+func (r *resources) job(j *Job) *Job {
+	j.Retries, j.RetryDelay, j.Threads, j.Mem = r.retries, r.delay, r.threads, r.mem
+	return j
+}
+
+// resource reads field f (retries, retry_delay, threads or mem) of the job
+// called name into r, reporting a mistake.
+func (p *parser) resource(r *resources, f field, name string) {
+	n := f.value
+	switch f.key {
+	case "retry_delay":
+		r.delay = p.duration(f, name)
+		return
+	case "mem":
+		if n.Kind != yaml.ScalarNode || isNull(n) {
+			p.fail(n.Line, "%s: mem must be a size such as 512M, 2G or 1.5GiB, not %s", name, describe(n))
+			return
+		}
+		size, err := ParseSize(n.Value)
+		if err != nil {
+			p.fail(n.Line, "%s: mem %q: %v", name, n.Value, err)
+			return
+		}
+		r.mem = size
+		return
+	}
+	lo, hi := 0, MaxRetries
+	if f.key == "threads" {
+		lo, hi = 1, MaxThreads
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		p.fail(n.Line, "%s: %s must be a whole number from %d to %d, not %s", name, f.key, lo, hi, describe(n))
+		return
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || v < lo || v > hi {
+		p.fail(n.Line, "%s: %s %s: want a whole number from %d to %d", name, f.key, n.Value, lo, hi)
+		return
+	}
+	if f.key == "threads" {
+		r.threads = v
+	} else {
+		r.retries = &v
+	}
+}
+
+// sizeUnits are the units ParseSize takes, in lower case, with their
+// multipliers: powers of 1024 whatever the spelling.
+var sizeUnits = map[string]float64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+
+// errSize says what a size looks like.
+var errSize = errors.New("want a size in bytes, or with a unit K, M, G or T (powers of 1024), such as 512M, 2G or 1.5GiB")
+
+// ParseSize parses a memory size: a whole number of bytes, or a number
+// (a fraction allowed) and a unit K, M, G or T, which are powers of 1024
+// however they are written (512M, 512MB and 512MiB are all 512 MiB, as a
+// batch scheduler such as Slurm reads them; the case does not matter),
+// rounded down to a whole byte. A negative size, another unit and a size
+// of 8 EiB or more are errors. Job.Mem and poolrun run's --mem are read
+// with it.
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(t)
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	mul, ok := sizeUnits[unit]
+	if num == "" || !ok {
+		return 0, errSize
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, errSize
+	}
+	if mul == 1 && strings.Contains(num, ".") {
+		return 0, errSize // a fraction of a byte
+	}
+	if v *= mul; v >= math.MaxInt64 {
+		return 0, errors.New("too large: want less than 8 EiB")
+	}
+	return int64(v), nil
+}
