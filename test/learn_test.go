@@ -286,10 +286,27 @@ func TestLearnFamily(t *testing.T) {
 	}
 }
 
+// learnGate holds learnWait's jobs until it is closed (in-process
+// workers only: the channel is this process's). Each test run makes it.
+var learnGate chan struct{}
+
+var learnWait = engine.Register("test.learn-wait", func(ctx context.Context, _ int) (int, error) {
+	select {
+	case <-learnGate:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+})
+
 // TestLearnItemsQueuedLater: jobs queued after the pool learned an item
-// (by a scheduler, while the pool runs) count it from the start.
+// (by a scheduler, while the pool runs) count it from the start. They
+// wait for a gate that opens once all are queued, so that the window
+// never finds the function without jobs meanwhile (its items would then
+// rightly go).
 func TestLearnItemsQueuedLater(t *testing.T) {
-	p := engine.New(engine.Workers(2), engine.WorkerOutput(&lockedBuffer{}, &lockedBuffer{}))
+	learnGate = make(chan struct{})
+	p := engine.New(engine.InProcess(2), engine.WorkerOutput(&lockedBuffer{}, &lockedBuffer{}))
 	first := engine.Queue(p, learnUse, 0)
 	p.Go(func(ctx context.Context) error {
 		select {
@@ -297,9 +314,11 @@ func TestLearnItemsQueuedLater(t *testing.T) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		gate := engine.Queue(p, learnWait, 0)
 		for i := 1; i < 100; i++ {
-			engine.Queue(p, learnUse, i)
+			engine.Queue(p, learnUse, i, engine.After(gate))
 		}
+		close(learnGate)
 		return nil
 	})
 	if err := p.Run(context.Background()); err != nil {
