@@ -33,6 +33,7 @@ type Cache struct {
 	clock atomic.Uint64
 	_     [56]byte
 
+	watch       atomic.Pointer[Watch] // see SetWatch
 	onError     atomic.Pointer[func(name string, err error)]
 	beforeBuild atomic.Pointer[func(key uint64, lastBytes int64)]
 

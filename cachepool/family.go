@@ -122,6 +122,7 @@ func (f *Family[P, T]) Item(p P) *Item[T] {
 	it = newItem(name, f.site, f.opts, func(ctx context.Context) (T, error) {
 		return f.build(ctx, p)
 	})
+	it.family = f.prefix
 	reg.add(&it.base)
 	f.members[p] = it
 	return it

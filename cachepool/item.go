@@ -92,12 +92,23 @@ func (it *Item[T]) String() string { return it.name }
 // [Resident.LastUse]). When the cache has a before-build function
 // ([Cache.SetBeforeBuild]), a Get that builds calls it first.
 //
-// A hit costs one context lookup, five atomic loads and an atomic add; it
-// does not allocate. A hit of another item than the cache's latest Get
+// Through a cache that a [Watch] watches (a poolrun worker's, while a job
+// runs), a Get of an item that the job did not declare is noted there,
+// and fails with [ErrUndeclared] if the watch is strict.
+//
+// A hit costs one context lookup, six atomic loads and an atomic add (and,
+// under a watch, a look at the watch when the item is not the one it last
+// saw); it does not allocate. A hit of another item than the cache's latest Get
 // returned also advances the cache's use clock: one more atomic add and an
 // atomic store.
 func (it *Item[T]) Get(ctx context.Context) (T, error) {
 	c := FromContext(ctx)
+	if w := c.watch.Load(); w != nil && w.last.Load() != int64(it.id) {
+		if err := w.note(ctx, &it.base); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
 	if e := c.slot(it.id); e != nil && e.state.Load() == stateReady {
 		c.hits.Add(1)
 		c.touch(e)

@@ -60,6 +60,7 @@ type base struct {
 	site   string // where it was defined, "dir/file.go:line"
 	typ    string // the value type, for messages
 	handle Handle // the *Item[T] that embeds this base
+	family string // the prefix of its Family; "" for Define's items
 
 	cleanup func(v any)       // nil: close io.Closer values
 	size    func(v any) int64 // nil: size 0

@@ -3,6 +3,62 @@
 // [github.com/poolrun/poolrun/cachepool]) exactly as long as some unfinished
 // job in the pool needs them.
 //
+// A complete program: an expensive item, a function whose jobs use it, a
+// pool of worker processes (this same binary, re-executed), a hundred
+// jobs, their results:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"fmt"
+//		"log"
+//
+//		"github.com/poolrun/poolrun/cachepool"
+//		"github.com/poolrun/poolrun/engine"
+//	)
+//
+//	// Built once per worker that needs it; freed when no unfinished job does.
+//	var table = cachepool.Define("table", func(ctx context.Context) ([]int, error) {
+//		t := make([]int, 1000)
+//		for i := range t {
+//			t[i] = i * i
+//		}
+//		return t, nil
+//	})
+//
+//	// Registered at package initialisation, so that workers find it by name.
+//	var lookup = engine.Register("lookup", func(ctx context.Context, i int) (int, error) {
+//		t, err := table.Get(ctx)
+//		if err != nil {
+//			return 0, err
+//		}
+//		return t[i], nil
+//	}, engine.Uses(table)) // its jobs need table
+//
+//	func main() {
+//		engine.Init() // first: in a worker process it serves jobs and exits
+//		p := engine.New(engine.Workers(4))
+//		args := make([]int, 100)
+//		for i := range args {
+//			args[i] = i
+//		}
+//		jobs := engine.Map(p, lookup, args) // or engine.Queue, one job at a time
+//		if err := p.Run(context.Background()); err != nil {
+//			log.Fatal(err)
+//		}
+//		v, _ := jobs[99].Result()
+//		fmt.Println(v) // 9801
+//	}
+//
+// ([RunMap] does New, Map, Run and the Results in one call.)
+//
+// A job that gets an item its function does not declare (no [Uses], no
+// [Needs] on the job) still works: the pool learns the item from the job's
+// reply, keeps it for the function's later jobs, and says on stderr what to
+// declare (see [LearnItems]); until then the worker builds it anew for
+// every job. [StrictItems] makes such a job fail instead, for tests.
+//
 // # Functions, jobs and items
 //
 // A job calls a function registered by name at package initialisation with
@@ -16,18 +72,6 @@
 // A value decodes as gob would decode it. A function may declare the cache
 // items all its jobs need
 // ([Uses]); a job may add more ([Needs]) and wait for others ([After]).
-//
-//	var square = engine.Register("square", func(ctx context.Context, x int) (int, error) {
-//		return x * x, nil
-//	})
-//
-//	func main() {
-//		engine.Init() // first: in a worker process it serves jobs and exits
-//		p := engine.New(engine.Workers(4))
-//		j := engine.Queue(p, square, 7)
-//		if err := p.Run(context.Background()); err != nil { ... }
-//		v, _ := j.Result()
-//	}
 //
 // # Life of a job
 //

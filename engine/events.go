@@ -54,9 +54,16 @@ const (
 	// Evictions at the end of the pool come with the workers' goodbyes;
 	// a worker that dies reports none for the items it held.
 	ItemEvicted
+	// ItemLearned: a job of Func got the item Item (its name) without
+	// declaring it, the first time for that function (JobID, Labels,
+	// Worker: that job's): the pool now counts the item as needed by the
+	// function's unfinished jobs (see [LearnItems]). For a member of a
+	// cachepool.Family, whose name varies from job to job, it only says
+	// so, once per function and family.
+	ItemLearned
 )
 
-var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started", "built", "evicted"}
+var kindNames = [...]string{"pool", "added", "status", "tick", "budget", "died", "overflow", "fits", "started", "built", "evicted", "learned"}
 
 func (k EventKind) String() string {
 	if k >= 0 && int(k) < len(kindNames) {
@@ -93,11 +100,11 @@ type Event struct {
 	// Items and Capacity: the distinct items a window was to list, and its
 	// slots (WindowOverflow, WindowFits).
 	Items, Capacity int
-	// Item is the name of the item built or evicted, ItemBytes its size
+	// Item is the name of the item built, evicted or learned, ItemBytes its size
 	// (by its Size function; 0 without one), ItemStart and ItemEnd the
 	// times of its build or eviction, by the pool's clock (a remote
 	// worker's are shifted by the time its message took), and Reason why
-	// it was evicted (ItemBuilt, ItemEvicted).
+	// it was evicted (ItemBuilt, ItemEvicted; ItemLearned has Item alone).
 	Item               string
 	ItemBytes          int64
 	ItemStart, ItemEnd time.Time

@@ -67,6 +67,9 @@ type runner struct {
 	lastBytes    int64 // what the cache held when last looked at
 	// windowWarned: the worker said that it could not read the window.
 	windowWarned bool
+	// watch notes the items a job gets without declaring them (nil: the
+	// pool does not ask, LearnItems(false)).
+	watch *cachepool.Watch
 
 	// idle tells the idle evictor that the serve loop has begun to wait
 	// for a task; waiting is set while it waits (serve's idle flag).

@@ -26,10 +26,7 @@ var length = engine.Register("readme.length", func(ctx context.Context, w string
 // own worker: TestMain calls engine.Init first, as main does).
 func ExampleRegister() {
 	p := engine.New(engine.Workers(2))
-	var jobs []*engine.Job[int]
-	for _, w := range strings.Fields("one three") {
-		jobs = append(jobs, engine.Queue(p, length, w))
-	}
+	jobs := engine.Map(p, length, strings.Fields("one three")) // a job each, in order
 	if err := p.Run(context.Background()); err != nil {
 		fmt.Println(err)
 		return

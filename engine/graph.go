@@ -85,6 +85,10 @@ func (p *Pool) add(j *job) {
 	}
 	j.id = len(p.jobs) + 1
 	j.added = time.Now()
+	if l := p.learned[j.fn]; len(l) > 0 {
+		j.keys = withKeys(j.keys, l...)
+		j.sig = sigOf(j.keys)
+	}
 	p.jobs = append(p.jobs, j)
 	p.need(j.keys)
 	p.unsent.add(j.keys)

@@ -47,6 +47,7 @@ type config struct {
 	grace        time.Duration
 	limit        Resources // Capacity
 	silence      time.Duration
+	items        itemsMode // what workers do of undeclared items (LearnItems, StrictItems)
 	// transport, when set, makes the pool's transport instead of the pipe
 	// transport, and says how many workers to start (others may join).
 	transport func(capacity int, params workerParams, out chan<- msg) (tr transport, start int)
@@ -186,7 +187,7 @@ func Affinity(on bool) Option { return func(c *config) { c.affinity = on } }
 // handshake.
 func (c *config) workerParams() workerParams {
 	return workerParams{policy: c.evict, budget: c.budget, idle: c.idleEvict, maxValue: int64(c.maxValue),
-		heartbeat: c.silence / heartbeatsPerSilence}
+		heartbeat: c.silence / heartbeatsPerSilence, items: c.items}
 }
 
 // CacheBudget caps the bytes a worker's cache holds (as the items' Size

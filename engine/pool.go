@@ -35,6 +35,12 @@ type Pool struct {
 	errs   []error
 	failed bool // fail-fast has fired
 
+	// learned holds the keys of the items each function's jobs got
+	// without declaring them (LearnItems); said, the (function, family)
+	// pairs whose members they got so.
+	learned map[*funcEntry][]uint64
+	said    map[learnedPair]bool
+
 	// Schedulers (Pool.Go): those given before Run, the context they get,
 	// and those that have not returned (counted under mu for the scheduler,
 	// and in a WaitGroup for the end of Run).

@@ -153,6 +153,9 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 		// Workers with jobs of fn in flight may take more now (canTakeHow).
 		s.unblock()
 	}
+	if len(rep.undeclared) > 0 {
+		s.learn(pl, j, rep.undeclared)
+	}
 	if j.Status() != Running {
 		return // ended meanwhile (the pool was stopped)
 	}

@@ -68,7 +68,9 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		}
 		wc.started(t.id, rep.start) // a broken pipe shows at the reply
 		r.busy.Store(true)
+		r.watchJob(t.keys)
 		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
+		rep.undeclared = r.unwatch()
 		r.busy.Store(false)
 		wc.running(0, nil)
 		switch {
@@ -90,6 +92,10 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 			rep.payload = []byte(err.Error())
 		default:
 			rep.payload = res
+		}
+		if len(rep.undeclared) > 0 && r.watch != nil && r.watch.Strict() && rep.outcome != outcomeCancelled && rep.outcome != outcomeLeft {
+			rep.outcome, rep.stack = outcomeError, nil
+			rep.payload = []byte(undeclaredError(t.fn, rep.undeclared))
 		}
 		cancel(nil)
 	}
@@ -187,6 +193,9 @@ func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepoo
 	// when the worker's context ends; it is not the worker's context's
 	// child, which would cost each job a registration in it.
 	r.base = context.WithoutCancel(ctx)
+	if params.items != itemsIgnored {
+		r.watch = cachepool.NewWatch(nil, params.items == itemsStrict)
+	}
 	defer context.AfterFunc(ctx, func() { wc.control().cancelRunning(context.Cause(ctx)) })()
 	cache.SetJournal(true)
 	defer cache.SetJournal(false)

@@ -87,6 +87,7 @@ type workerParams struct {
 	// heartbeat is how often a busy worker says that it lives (see
 	// SilenceLimit); 0: never.
 	heartbeat time.Duration
+	items     itemsMode // undeclared items: noted, failed, or let be
 }
 
 // residentItem is an item a worker holds, with its size (as its Size
@@ -191,6 +192,9 @@ type reply struct {
 	// items are the builds and evictions since the last report: the
 	// job's builds, and the evictions before and after it.
 	items []itemNote
+	// undeclared lists the items the job got without declaring them
+	// (see LearnItems), each once.
+	undeclared []cachepool.Undeclared
 }
 
 // workerConn is a worker's side of a transport: the serve loop reads tasks

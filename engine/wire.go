@@ -82,6 +82,7 @@ func (e *enc) hello(index int, wp workerParams) {
 	e.bool(wp.idle)
 	e.int(wp.maxValue)
 	e.int(int64(wp.heartbeat))
+	e.uint(uint64(wp.items))
 	e.end(at)
 }
 
@@ -169,6 +170,12 @@ func (e *enc) done(r *reply) {
 	e.stats(r.stats)
 	e.resident(r.residentSent, r.resident)
 	e.items(r.items)
+	e.uint(uint64(len(r.undeclared)))
+	for _, u := range r.undeclared {
+		e.b = binary.LittleEndian.AppendUint64(e.b, u.Key)
+		e.string(u.Name)
+		e.string(u.Family)
+	}
 	e.end(at)
 }
 

@@ -117,6 +117,7 @@ func (d *dec) hello() (uint64, workerParams, error) {
 	n, pol := d.uint(), d.uint()
 	wp.budget, wp.idle, wp.maxValue = d.int(), d.bool(), d.int()
 	wp.heartbeat = time.Duration(d.int())
+	items := d.uint()
 	if d.err != nil {
 		return 0, wp, d.err
 	}
@@ -126,7 +127,10 @@ func (d *dec) hello() (uint64, workerParams, error) {
 	if pol >= numPolicies {
 		return 0, wp, fmt.Errorf("engine: protocol: unknown eviction policy %d", pol)
 	}
-	wp.policy = EvictPolicy(pol)
+	if items > uint64(itemsStrict) {
+		return 0, wp, fmt.Errorf("engine: protocol: unknown items mode %d", items)
+	}
+	wp.policy, wp.items = EvictPolicy(pol), itemsMode(items)
 	return n, wp, nil
 }
 
@@ -245,6 +249,20 @@ func (d *dec) done() (*reply, error) {
 	r.stats = d.stats()
 	r.residentSent, r.resident = d.resident()
 	r.items = d.items()
+	n := d.uint()
+	if n > uint64(len(d.b)/10) { // a key, and two lengths at least
+		d.fail()
+		n = 0
+	}
+	for range n {
+		k := d.raw(8)
+		if k == nil {
+			break
+		}
+		u := cachepool.Undeclared{Key: binary.LittleEndian.Uint64(k)}
+		u.Name, u.Family = d.string(), d.string()
+		r.undeclared = append(r.undeclared, u)
+	}
 	return r, d.err
 }
 
