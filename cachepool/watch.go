@@ -69,6 +69,14 @@ func (w *Watch) Found() []Undeclared {
 	return slices.Clone(w.found)
 }
 
+// Got reports whether a Get since the last Reset returned the undeclared
+// item of key k.
+func (w *Watch) Got(k uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.ContainsFunc(w.found, func(u Undeclared) bool { return u.Key == k })
+}
+
 // note is Get's look at item b through a cache that w watches, when b is
 // not the last item w saw: it records b if undeclared, and fails the Get
 // if w is strict.

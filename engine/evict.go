@@ -166,7 +166,11 @@ func (r *runner) beforeBuild(key uint64, lastBytes int64) {
 	if r.cache.Stats().Bytes <= target {
 		return
 	}
-	needed := func(k uint64) bool { return k == key || slices.Contains(t.keys, k) }
+	// The job's items: declared, and those it got undeclared so far
+	// (LearnItems), which it may still be using.
+	needed := func(k uint64) bool {
+		return k == key || slices.Contains(t.keys, k) || r.watch != nil && r.watch.Got(k)
+	}
 	n := 0
 	for _, k := range t.order {
 		if r.cache.Stats().Bytes <= target {

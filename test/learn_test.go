@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/poolrun/poolrun/cachepool"
@@ -330,5 +331,50 @@ func TestLearnItemsQueuedLater(t *testing.T) {
 	}
 	if builds > 3+3*2 {
 		t.Errorf("%d builds, want at most 9: the first job's three, and three per worker after", builds)
+	}
+}
+
+// learnCleaned is set, in a worker's process, when learnBig's value is
+// evicted (its cleanup).
+var learnCleaned atomic.Bool
+
+var (
+	learnBig = cachepool.Define("learn-big", func(context.Context) ([]byte, error) {
+		learnCleaned.Store(false)
+		return make([]byte, 100), nil
+	}, cachepool.Size(func(b []byte) int64 { return int64(len(b)) }),
+		cachepool.Cleanup(func([]byte) { learnCleaned.Store(true) }))
+	learnOther = cachepool.Define("learn-other", func(context.Context) ([]byte, error) {
+		return make([]byte, 100), nil
+	}, cachepool.Size(func(b []byte) int64 { return int64(len(b)) }))
+
+	// learnBudget gets learnBig, then learnOther (whose build goes past
+	// the budget), then checks that learnBig was not evicted meanwhile.
+	learnBudget = engine.Register("test.learn-budget", func(ctx context.Context, _ int) (bool, error) {
+		if _, err := learnBig.Get(ctx); err != nil {
+			return false, err
+		}
+		if _, err := learnOther.Get(ctx); err != nil {
+			return false, err
+		}
+		return !learnCleaned.Load(), nil
+	})
+)
+
+// TestLearnedItemKeptWhileUsed: a job that got an item undeclared may
+// still use it: the budget's evictions, made while the job builds another,
+// leave it alone, as they leave the job's declared items.
+func TestLearnedItemKeptWhileUsed(t *testing.T) {
+	for _, m := range learnModes {
+		t.Run(m.name, func(t *testing.T) {
+			p := engine.New(m.opt, engine.CacheBudget(150), engine.WorkerOutput(&lockedBuffer{}, &lockedBuffer{}))
+			j := engine.Queue(p, learnBudget, 0)
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if kept, err := j.Result(); err != nil || !kept {
+				t.Errorf("kept %v, %v: the budget evicted an item the running job had got", kept, err)
+			}
+		})
 	}
 }
