@@ -225,7 +225,9 @@ package engine
 // (registered functions, Fingerprint), job.go (Queue, Job and its
 // options), pool.go (Pool, New, Go, Run), status.go, events.go, stats.go,
 // errors.go, policy.go (eviction policies), output.go (what workers and
-// jobs print).
+// jobs print), mapjobs.go (Map, RunMap), resources.go (JobResources,
+// Capacity), retryfail.go (RetryFailures), learn.go (LearnItems,
+// StrictItems, and the learning of undeclared items on both sides).
 //
 // The scheduler: graph.go (the job graph and the per-key reference
 // counts), queue.go (the ready queue), scheduler.go (its state and
@@ -237,7 +239,8 @@ package engine
 // crash loop), places.go (worker places, starts and handshakes),
 // placesets.go (the sets of places the scheduler keeps up to date, so
 // that its work follows what changed), cachebytes.go (the figures of
-// cached and stale bytes).
+// cached and stale bytes), items.go (the workers' item journals and the
+// item events).
 //
 // The seam: transport.go (the transport and link interfaces, the messages),
 // window.go (the window interfaces and the shared-memory window). The links:
