@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
@@ -124,39 +123,12 @@ func (s *session) noteCommands(wf *workflow.Workflow, jobs map[string]*engine.Jo
 			*rec.ExitStatus = res.ExitCode
 			rec.PeakRSS = res.PeakRSS
 		case st == engine.Failed && err != nil:
-			if code, sig, ok := commandExit(err.Error()); ok {
-				rec.ExitStatus, rec.Signal = &code, sig
+			// The job's own command's end; not an item's command's.
+			if f, ok := execflow.FailureOf(err); ok && f.Item == "" {
+				rec.ExitStatus, rec.Signal = &f.ExitCode, f.Signal
 			}
 		}
 	}
-}
-
-// commandExit reads the exit status out of the message of a job whose own
-// command failed, which has the form of execflow's commandError:
-//
-//	job "ID" (FILE:LINE): exit status N
-//	job "ID" (FILE:LINE): killed by signal SIGKILL
-//
-// then the end of its standard error. The message of a job whose item's
-// command failed (job "ID": item "NAME" ...) is not one.
-func commandExit(msg string) (code int, signal string, ok bool) {
-	first, _, _ := strings.Cut(msg, "\n")
-	rest, found := strings.CutPrefix(first, "job ")
-	if !found {
-		return 0, "", false
-	}
-	id, err := strconv.QuotedPrefix(rest)
-	if err != nil || !strings.HasPrefix(rest[len(id):], " (") {
-		return 0, "", false
-	}
-	if i := strings.LastIndex(first, "): exit status "); i >= 0 {
-		n, err := strconv.Atoi(first[i+len("): exit status "):])
-		return n, "", err == nil
-	}
-	if i := strings.LastIndex(first, "): killed by signal "); i >= 0 {
-		return -1, first[i+len("): killed by signal "):], true
-	}
-	return 0, "", false
 }
 
 // selfPeakRSS returns this process's peak resident memory (VmHWM of
