@@ -33,6 +33,9 @@ jobs:
     run: head -c 50000000 /dev/zero | sort > /dev/null
   - id: broken
     run: exit 3
+  - id: hungry-broken
+    after: [hungry]
+    run: head -c 50000000 /dev/zero | sort > /dev/null; exit 4
 `
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
 	before := time.Now()
@@ -72,8 +75,8 @@ jobs:
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Version != 2 || len(rep.Workers) != 2 || len(rep.Jobs) != 4 {
-		t.Fatalf("report: version %d, %d workers, %d jobs; want 2, 2, 4", rep.Version, len(rep.Workers), len(rep.Jobs))
+	if rep.Version != 2 || len(rep.Workers) != 2 || len(rep.Jobs) != 5 {
+		t.Fatalf("report: version %d, %d workers, %d jobs; want 2, 2, 5", rep.Version, len(rep.Workers), len(rep.Jobs))
 	}
 
 	// Items: ref on the workers that ran use-ref-*, big on hungry's; each
@@ -103,21 +106,23 @@ jobs:
 		t.Errorf("items built: %v; want ref at least once, big once", seen)
 	}
 
-	// Jobs: their ids, lines, exit statuses; hungry's peak memory.
-	lines := map[string]int{"use-ref-1": 7, "use-ref-2": 7, "hungry": 11, "broken": 15}
+	// Jobs: their ids, lines, exit statuses; the peak memory of hungry,
+	// and of hungry-broken, which failed (its message gives it), not of
+	// broken, which used no more than poolrun.
+	lines := map[string]int{"use-ref-1": 7, "use-ref-2": 7, "hungry": 11, "broken": 15, "hungry-broken": 17}
 	for _, j := range rep.Jobs {
 		if j.Line != lines[j.JobID] {
 			t.Errorf("job %q: line %d, want %d", j.JobID, j.Line, lines[j.JobID])
 		}
-		want := 0
-		if j.JobID == "broken" {
-			want = 3
-		}
+		want := map[string]int{"broken": 3, "hungry-broken": 4}[j.JobID]
 		if j.ExitStatus == nil || *j.ExitStatus != want {
 			t.Errorf("job %q: exit status %v, want %d", j.JobID, j.ExitStatus, want)
 		}
-		if j.JobID == "hungry" && (j.PeakRSS < 45_000_000 || j.PeakRSS > 4<<30) {
-			t.Errorf("hungry held 50 MB in sort; its peak RSS is %d bytes", j.PeakRSS)
+		if (j.JobID == "hungry" || j.JobID == "hungry-broken") && (j.PeakRSS < 45_000_000 || j.PeakRSS > 4<<30) {
+			t.Errorf("%s held 50 MB in sort; its peak RSS is %d bytes", j.JobID, j.PeakRSS)
+		}
+		if j.JobID == "broken" && j.PeakRSS != 0 {
+			t.Errorf("broken used no more than poolrun; its peak RSS is %d bytes, want none", j.PeakRSS)
 		}
 	}
 	if rep.Totals.Floor <= 0 {

@@ -90,7 +90,9 @@ type commandRecord struct {
 	Signal     string `json:"signal,omitempty"`
 	// PeakRSS is the peak resident memory of the command's largest
 	// process (wait4's ru_maxrss), in bytes; omitted where unknown: a
-	// command that failed, did not run, or a report of another command.
+	// command that did not run, one that failed using no more memory
+	// than poolrun did as it started it, or a report of another command
+	// (a failed command's figure is to the KiB).
 	// Linux counts in it the memory of poolrun itself when it started the
 	// command (an exec takes the high-water mark of the image it
 	// replaces): a figure at or below the report's
@@ -125,7 +127,7 @@ func (s *session) noteCommands(wf *workflow.Workflow, jobs map[string]*engine.Jo
 		case st == engine.Failed && err != nil:
 			// The job's own command's end; not an item's command's.
 			if f, ok := execflow.FailureOf(err); ok && f.Item == "" {
-				rec.ExitStatus, rec.Signal = &f.ExitCode, f.Signal
+				rec.ExitStatus, rec.Signal, rec.PeakRSS = &f.ExitCode, f.Signal, f.PeakRSS
 			}
 		}
 	}

@@ -47,8 +47,11 @@ type shellOutcome struct {
 	duration time.Duration
 	// maxRSS is the peak resident memory, in bytes, of the command's
 	// largest process (wait4's ru_maxrss, over the shell and the
-	// descendants it waited for); 0 where unknown.
-	maxRSS int64
+	// descendants it waited for); 0 where unknown. floor is this
+	// process's own peak once the command ended, at least what it was
+	// when it started the command, which an exec carries into the
+	// command's (see Result.PeakRSS).
+	maxRSS, floor int64
 }
 
 // runShell runs c with /bin/sh -c (or directly, when it is made of plain
@@ -94,6 +97,11 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, err
 	}
 	out.maxRSS = int64(ru.Maxrss) * maxrssUnit
+	// This process's peak now: at least what it was when the command
+	// started (a peak never falls).
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out.floor = int64(ru.Maxrss) * maxrssUnit
+	}
 	if !logs {
 		writeErr = nil // the job's output is not its business
 	}

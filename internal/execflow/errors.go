@@ -53,6 +53,11 @@ type commandError struct {
 	// StderrTail holds the last lines of the command's standard error (see
 	// [Options.TailLines]), without the final newline.
 	StderrTail string
+	// PeakRSS is the peak resident memory of the command's largest
+	// process, in bytes, where it is more than that of the process that
+	// started it (see Result.PeakRSS); else 0. The message gives it in
+	// KiB, after the status: "exit status 1 (peak RSS 812000 KiB)".
+	PeakRSS int64
 }
 
 // Error returns the message described at commandError.
@@ -75,6 +80,9 @@ func (e *commandError) Error() string {
 		b.WriteString(e.Signal)
 	} else {
 		fmt.Fprintf(&b, "exit status %d", e.ExitCode)
+	}
+	if e.PeakRSS > 0 {
+		fmt.Fprintf(&b, " (peak RSS %d KiB)", e.PeakRSS>>10)
 	}
 	if e.StderrTail != "" {
 		b.WriteByte('\n')
@@ -177,6 +185,13 @@ func parseCommandError(msg string) (*commandError, bool) {
 		return nil, false
 	}
 	ce.File, ce.Line = place[:j], line
+	if i := strings.LastIndex(status, " (peak RSS "); i >= 0 && strings.HasSuffix(status, " KiB)") {
+		kib, err := strconv.ParseInt(status[i+len(" (peak RSS "):len(status)-len(" KiB)")], 10, 64)
+		if err != nil || kib < 0 {
+			return nil, false
+		}
+		ce.PeakRSS, status = kib<<10, status[:i]
+	}
 	if sig, ok := strings.CutPrefix(status, "killed by signal "); ok && sig != "" && !strings.ContainsAny(sig, " \t") {
 		ce.ExitCode, ce.Signal = -1, sig
 		return ce, true
@@ -222,6 +237,9 @@ type Failure struct {
 	// StderrTail holds the last lines of the command's standard error
 	// (see [Options.TailLines]), without the final newline.
 	StderrTail string
+	// PeakRSS is the command's peak resident memory in bytes, to the KiB,
+	// where it was more than that of the process that started it; else 0.
+	PeakRSS int64
 }
 
 // FailureOf returns how the command failed whose exit err reports: the
@@ -235,5 +253,5 @@ func FailureOf(err error) (Failure, bool) {
 	if !ok {
 		return Failure{}, false
 	}
-	return Failure{Item: ce.Item, ExitCode: ce.ExitCode, Signal: ce.Signal, StderrTail: ce.StderrTail}, true
+	return Failure{Item: ce.Item, ExitCode: ce.ExitCode, Signal: ce.Signal, StderrTail: ce.StderrTail, PeakRSS: ce.PeakRSS}, true
 }

@@ -56,6 +56,10 @@ func TestCommandErrorMessage(t *testing.T) {
 			`job "a": item "ref" (w.yaml:2): exit status 1`},
 		{"item", commandError{Item: "ref", File: "w.yaml", Line: 2, ExitCode: 1},
 			`item "ref" (w.yaml:2): exit status 1`},
+		{"peak memory", commandError{JobID: "big", File: "w.yaml", Line: 4, ExitCode: 137, PeakRSS: 812000 << 10, StderrTail: "out of memory"},
+			"job \"big\" (w.yaml:4): exit status 137 (peak RSS 812000 KiB)\nout of memory"},
+		{"peak memory, signal", commandError{JobID: "big", File: "w.yaml", Line: 4, ExitCode: -1, Signal: "SIGKILL", PeakRSS: 1 << 30},
+			`job "big" (w.yaml:4): killed by signal SIGKILL (peak RSS 1048576 KiB)`},
 		{"odd file", commandError{JobID: `q"x`, File: "d (1)/w:2.yaml): x", Line: 9, ExitCode: 255, StderrTail: "job \"x\" (y:1): exit status 3"},
 			"job \"q\\\"x\" (d (1)/w:2.yaml): x:9): exit status 255\njob \"x\" (y:1): exit status 3"},
 	}
@@ -78,6 +82,7 @@ func TestCommandErrorMessage(t *testing.T) {
 		`job "a" (w.yaml:x): exit status 1`, `job "a" (w.yaml:1): exit status one`,
 		`job "a" (w.yaml:1): stopped: context canceled`, `job a (w.yaml:1): exit status 1`,
 		`job "a": item "b" (w.yaml:1): ` + errNoArtefact.Error(),
+		`job "a" (w.yaml:1): exit status 1 (peak RSS many KiB)`,
 	} {
 		if ce, ok := parseCommandError(msg); ok {
 			t.Errorf("parseCommandError(%q) = %#v, want failure", msg, *ce)
