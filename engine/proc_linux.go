@@ -29,15 +29,3 @@ func setPipeSize(f *os.File) {
 		sc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
 	}
 }
-
-// peakRSS returns this process's peak resident memory (getrusage's
-// maxrss, VmHWM in /proc/self/status), or 0 where that cannot be read:
-// one system call, as every goroutine worker of a host agent says it in
-// its goodbye.
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss << 10 // KiB on Linux
-}

@@ -13,7 +13,3 @@ import (
 func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func setPipeSize(*os.File) {}
-
-// peakRSS: not known here (getrusage's maxrss is in bytes on some systems
-// and in KiB on others).
-func peakRSS() int64 { return 0 }

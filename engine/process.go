@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/internal/procmem"
 	"github.com/poolrun/poolrun/shm"
 )
 
@@ -160,4 +161,24 @@ func watchParent(cancel func()) {
 			return
 		}
 	}
+}
+
+// peakRSS is this process's peak resident memory (procmem.PeakRSS), read
+// at most every peakRSSEvery: the goroutine workers of a host agent, which
+// share its process, all say it in their goodbyes at once.
+func peakRSS() int64 {
+	peakMemo.Lock()
+	defer peakMemo.Unlock()
+	if now := time.Now(); peakMemo.v == 0 || now.Sub(peakMemo.at) >= peakRSSEvery {
+		peakMemo.v, peakMemo.at = procmem.PeakRSS(), now
+	}
+	return peakMemo.v
+}
+
+const peakRSSEvery = 50 * time.Millisecond
+
+var peakMemo struct {
+	sync.Mutex
+	at time.Time
+	v  int64
 }

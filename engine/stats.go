@@ -51,7 +51,7 @@ type WorkerStats struct {
 	BudgetEvicted uint64
 	// PeakRSS is the largest peak resident memory (VmHWM) of the place's
 	// processes, as they reported it when they stopped; 0 where unknown
-	// (a process that was killed, a system other than Linux). In serial mode
+	// (a process that was killed, a system without /proc). In serial mode
 	// it is this process's.
 	PeakRSS int64
 	// Cache sums the cache statistics of the place's processes (PeakBytes is

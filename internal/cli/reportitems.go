@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/procmem"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -104,7 +102,7 @@ type commandRecord struct {
 // noteCommands records, for each job of a workflow run, its id, line,
 // exit status and peak memory, once Run has returned.
 func (s *session) noteCommands(wf *workflow.Workflow, jobs map[string]*engine.Job[execflow.Result]) {
-	floor := selfPeakRSS()
+	floor := procmem.PeakRSS()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rssFloor = floor
@@ -131,23 +129,4 @@ func (s *session) noteCommands(wf *workflow.Workflow, jobs map[string]*engine.Jo
 			}
 		}
 	}
-}
-
-// selfPeakRSS returns this process's peak resident memory (VmHWM of
-// /proc/self/status) in bytes; 0 where unknown.
-func selfPeakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := bytes.Cut(data, []byte("\nVmHWM:"))
-	if !ok {
-		return 0
-	}
-	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(line), []byte("kB")))), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return kb << 10
 }

@@ -325,6 +325,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
 		return err
 	}
+	// Checked before the pool listens: a worker that joins finds the run
+	// it was told of.
+	batch, err := execflow.Prepare(wf, opts)
+	if err != nil {
+		return badInput(err)
+	}
 	s := newSession(&f, stderr)
 	// The commands run in this process: its workers are goroutines, which
 	// wait for the commands in the network poller (no worker process
@@ -338,10 +344,6 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// commands print shows above the progress bar.
 	popts := append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())
 	p := engine.New(append(popts, rf.capacity(wf, plan, slots, f.listen != "", stderr)...)...)
-	batch, err := execflow.Prepare(wf, opts)
-	if err != nil {
-		return badInput(err)
-	}
 	// The jobs are read once Run has returned, which waits for its
 	// schedulers.
 	var jobs map[string]*engine.Job[execflow.Result]

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/procmem"
 )
 
 // killGrace is how long the processes of a command's group have, after
@@ -97,11 +98,10 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, err
 	}
 	out.maxRSS = int64(ru.Maxrss) * maxrssUnit
-	// This process's peak now: at least what it was when the command
-	// started (a peak never falls).
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		out.floor = int64(ru.Maxrss) * maxrssUnit
-	}
+	// This process's own peak now: at least what it was when the command
+	// started (a peak never falls). Not its getrusage maxrss, which also
+	// holds what its own exec carried over from its parent.
+	out.floor = procmem.PeakRSS()
 	if !logs {
 		writeErr = nil // the job's output is not its business
 	}
