@@ -310,3 +310,78 @@ func TestStoppedPool(t *testing.T) {
 
 // silentFor is the cluster's silence limit (cluster/pool.go).
 const silentFor = 10 * time.Second
+
+// TestAgentKilledWhileFenced: an agent killed (SIGKILL) while it holds its
+// workers stopped, its pool silent, leaves no worker behind. A worker gets
+// SIGTERM when its agent dies, but a stopped one would take it only once
+// continued: the kernel does that, as each worker's process group (its
+// own, inside the agent's session) is orphaned by the agent's death with
+// stopped members, which get SIGHUP and SIGCONT.
+func TestAgentKilledWhileFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 7 s for the agent to stop its workers")
+	}
+	dir := t.TempDir()
+	joinFile := filepath.Join(dir, "run.join")
+	pool := exec.Command(os.Args[0], "-test.run=^$")
+	pool.Env = append(os.Environ(), envStoppedPool+"="+joinFile)
+	var poolOut proctest.Buffer
+	pool.Stdout, pool.Stderr = &poolOut, &poolOut
+	if err := pool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Process.Signal(syscall.SIGCONT)
+		pool.Process.Kill()
+		pool.Wait()
+	})
+	ctx := context.Background()
+	if err := poll(ctx, "the join file", func() bool { return fileExists(joinFile) }); err != nil {
+		t.Fatal(err)
+	}
+	agent := exec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), envAgent+"="+joinFile)
+	var agentErr proctest.Buffer
+	agent.Stderr = &agentErr
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if agent.ProcessState == nil {
+			agent.Process.Kill()
+			agent.Wait()
+		}
+	})
+	for i := range 2 {
+		if err := poll(ctx, "the jobs to start", func() bool { return fileExists(filepath.Join(dir, fmt.Sprint("mark", i))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	workers := proctest.Children(agent.Process.Pid)
+	if len(workers) != 2 {
+		t.Fatalf("the agent has %d children, want its 2 workers", len(workers))
+	}
+	t.Cleanup(func() {
+		for _, pid := range workers {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	pool.Process.Signal(syscall.SIGSTOP)
+	if err := poll(ctx, "the agent to stop its workers", func() bool {
+		return strings.Contains(agentErr.String(), "stopped until it speaks")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range workers {
+		if st := proctest.State(pid); st != "T" {
+			t.Fatalf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
+		}
+	}
+	agent.Process.Kill()
+	agent.Wait()
+	if left := proctest.WaitGone(workers, 20*time.Second); len(left) > 0 {
+		for _, pid := range left {
+			t.Errorf("worker %d is still there (state %s) 20 s after its agent was killed", pid, proctest.State(pid))
+		}
+	}
+}
