@@ -352,21 +352,35 @@ var quickSquare = engine.Register("cluster_test.quick-square", func(ctx context.
 	return x * x, nil
 })
 
-// TestAgentJoinsAsPoolEnds: a pool whose few jobs are done before every
-// agent's workers are in ends its run while some of them are still being
-// admitted. Those get no place, and their agents must still end, as the
-// others do, although the listener stays open (a program that runs one
-// pool after another): a worker admitted in the last moment once kept its
-// agent waiting for a handshake that would never come.
+// TestAgentJoinsAsPoolEnds: a pool whose one quick job is done as soon as
+// every agent has a worker in ends its run while the agents' other
+// workers are still being admitted. Those get no place, and their agents
+// must still end, as the others do, although the listener stays open (a
+// program that runs one pool after another): a worker admitted in the
+// last moment once kept its agent waiting for a handshake that would
+// never come. (An agent that has not joined when a run ends waits for the
+// next run, or for the listener's close: not this case.)
 func TestAgentJoinsAsPoolEnds(t *testing.T) {
 	for range 3 {
 		l, agents := agentPool(t, 2)
 		p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
-		jobs := []*engine.Job[int]{engine.Queue(p, quickSquare, 3)}
+		job := engine.Queue(p, quickSquare, 3)
+		p.Go(func(ctx context.Context) error {
+			// Each agent has joined: one of its workers holds a place.
+			return poll(ctx, "a worker of each agent", func() bool {
+				in := map[int]bool{}
+				for _, w := range p.Stats().Workers {
+					if w.Live {
+						in[proctest.ParentOf(w.PID)] = true
+					}
+				}
+				return in[agents[0].Process.Pid] && in[agents[1].Process.Pid]
+			})
+		})
 		if err := p.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := jobs[0].Result(); v != 9 || err != nil {
+		if v, err := job.Result(); v != 9 || err != nil {
 			t.Fatalf("3 squared: %d, %v", v, err)
 		}
 		exitZero(t, "agent", agents)

@@ -236,3 +236,46 @@ func TestPublishOffTheLock(t *testing.T) {
 	}
 	t.Logf("during a publish: Queue %v, Stats %v, Job.Cancel %v", took[0], took[1], took[2])
 }
+
+// TestAdmittedAsPoolEnds: a worker admitted that has not answered the
+// handshake when the run ends gets no place; the pool ends it all the
+// same (Kill, and its streams closed), not leaving it, and its transport,
+// waiting for an answer nobody would read.
+func TestAdmittedAsPoolEnds(t *testing.T) {
+	win, err := shm.Create(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer win.Close()
+	jobsR, jobsW := io.Pipe()
+	repR, repW := io.Pipe() // the worker never says anything
+	defer repW.Close()
+	_, ctlW := io.Pipe()
+	go io.Copy(io.Discard, jobsR) // takes the handshake, as a worker would
+	killed := make(chan struct{})
+	p := engine.New(engine.Workers(0))
+	engine.Queue(p, remoteSquare, 2)
+	p.Go(func(context.Context) error {
+		return p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win},
+			Kill: func() { close(killed) }})
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-killed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a worker admitted as the pool ended was not killed 10 s after Run returned")
+	}
+	// Its jobs stream is closed: the reader sees its end.
+	done := make(chan error, 1)
+	go func() { _, err := jobsR.Read(make([]byte, 1)); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the jobs stream of the worker is still open")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the jobs stream of the worker is still open 10 s after Run returned")
+	}
+}
