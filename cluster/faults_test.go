@@ -215,6 +215,66 @@ func stoppedPool(joinFile string) int {
 	return 0
 }
 
+// fencedRun is a pool of stoppedPool in a process of its own, with one
+// agent of two worker processes whose two held jobs have started.
+type fencedRun struct {
+	dir          string
+	pool, agent  *exec.Cmd
+	exited       chan error // the pool's Wait
+	out, poolErr *proctest.Buffer
+	agentErr     *proctest.Buffer
+	workers      []int
+}
+
+// startFencedRun starts a fencedRun; the cleanups of t end what is left.
+func startFencedRun(t *testing.T) *fencedRun {
+	t.Helper()
+	r := &fencedRun{dir: t.TempDir(), exited: make(chan error, 1),
+		out: new(proctest.Buffer), poolErr: new(proctest.Buffer), agentErr: new(proctest.Buffer)}
+	joinFile := filepath.Join(r.dir, "run.join")
+	r.pool = exec.Command(os.Args[0], "-test.run=^$")
+	r.pool.Env = append(os.Environ(), envStoppedPool+"="+joinFile)
+	r.pool.Stdout, r.pool.Stderr = r.out, r.poolErr
+	if err := r.pool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.pool.Wait() }()
+	t.Cleanup(func() {
+		r.pool.Process.Signal(syscall.SIGCONT)
+		r.pool.Process.Kill()
+		select {
+		case <-r.exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	ctx := context.Background()
+	if err := poll(ctx, "the join file", func() bool { return fileExists(joinFile) }); err != nil {
+		t.Fatal(err)
+	}
+	r.agent = exec.Command(os.Args[0], "-test.run=^$")
+	r.agent.Env = append(os.Environ(), envAgent+"="+joinFile)
+	r.agent.Stderr = r.agentErr
+	if err := r.agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.agent.ProcessState == nil {
+			r.agent.Process.Kill()
+			r.agent.Wait()
+		}
+	})
+	for i := range 2 {
+		if err := poll(ctx, "the jobs to start", func() bool { return fileExists(filepath.Join(r.dir, fmt.Sprint("mark", i))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.workers = proctest.Children(r.agent.Process.Pid)
+	if len(r.workers) != 2 {
+		t.Fatalf("the agent has %d children, want its 2 workers", len(r.workers))
+	}
+	return r
+}
+
 // TestStoppedPool: a pool stopped (SIGSTOP, as Ctrl-Z) for longer than the
 // silence limit, then continued, keeps its remote workers: no worker is
 // given up, and every job completes. Meanwhile the agent, which hears
@@ -224,87 +284,45 @@ func TestStoppedPool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stops a pool for 11 s")
 	}
-	dir := t.TempDir()
-	joinFile := filepath.Join(dir, "run.join")
-	pool := exec.Command(os.Args[0], "-test.run=^$")
-	pool.Env = append(os.Environ(), envStoppedPool+"="+joinFile)
-	var out, poolErr proctest.Buffer
-	pool.Stdout, pool.Stderr = &out, &poolErr
-	if err := pool.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- pool.Wait() }()
-	t.Cleanup(func() {
-		pool.Process.Kill()
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-		}
-	})
+	r := startFencedRun(t)
 	ctx := context.Background()
-	if err := poll(ctx, "the join file", func() bool { return fileExists(joinFile) }); err != nil {
-		t.Fatal(err)
-	}
-	agent := exec.Command(os.Args[0], "-test.run=^$")
-	agent.Env = append(os.Environ(), envAgent+"="+joinFile)
-	var agentErr proctest.Buffer
-	agent.Stderr = &agentErr
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if agent.ProcessState == nil {
-			agent.Process.Kill()
-			agent.Wait()
-		}
-	})
-	for i := range 2 {
-		if err := poll(ctx, "the jobs to start", func() bool { return fileExists(filepath.Join(dir, fmt.Sprint("mark", i))) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	workers := proctest.Children(agent.Process.Pid)
-	if len(workers) != 2 {
-		t.Fatalf("the agent has %d children, want its 2 workers", len(workers))
-	}
-	pool.Process.Signal(syscall.SIGSTOP)
+	r.pool.Process.Signal(syscall.SIGSTOP)
 	stoppedAt := time.Now()
 	// The agent stops its workers once it has heard nothing for a while.
 	if err := poll(ctx, "the agent to stop its workers", func() bool {
-		return strings.Contains(agentErr.String(), "stopped until it speaks")
+		return strings.Contains(r.agentErr.String(), "stopped until it speaks")
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range workers {
+	for _, pid := range r.workers {
 		if st := proctest.State(pid); st != "T" {
 			t.Errorf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
 		}
 	}
 	// The pool stays stopped for longer than the silence limit.
 	time.Sleep(time.Until(stoppedAt.Add(silentFor + time.Second)))
-	pool.Process.Signal(syscall.SIGCONT)
-	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+	r.pool.Process.Signal(syscall.SIGCONT)
+	if err := os.WriteFile(filepath.Join(r.dir, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-r.exited:
 		if err != nil {
-			t.Fatalf("the pool: %v\n%s", err, poolErr.String())
+			t.Fatalf("the pool: %v\n%s", err, r.poolErr.String())
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the pool had not ended a minute after it was continued")
 	}
-	if got := out.String(); !strings.Contains(got, "died=0 wrong=0 err=<nil>") {
+	if got := r.out.String(); !strings.Contains(got, "died=0 wrong=0 err=<nil>") {
 		t.Errorf("the pool, stopped for %v and continued, said:\n%s\nwant no worker given up and every job right", silentFor+time.Second, got)
 	}
-	if err := agent.Wait(); err != nil {
-		t.Errorf("the agent: %v\n%s", err, agentErr.String())
+	if err := r.agent.Wait(); err != nil {
+		t.Errorf("the agent: %v\n%s", err, r.agentErr.String())
 	}
-	said := agentErr.String()
+	said := r.agentErr.String()
 	t.Logf("the agent said:\n%s", said)
 	if !strings.Contains(said, "stopped until it speaks") || !strings.Contains(said, "the pool speaks again") {
-		t.Errorf("the agent did not stop and continue its workers while the pool was stopped")
+		t.Errorf("the agent did not stop and continue its r.workers while the pool was stopped")
 	}
 }
 
@@ -321,65 +339,27 @@ func TestAgentKilledWhileFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 7 s for the agent to stop its workers")
 	}
-	dir := t.TempDir()
-	joinFile := filepath.Join(dir, "run.join")
-	pool := exec.Command(os.Args[0], "-test.run=^$")
-	pool.Env = append(os.Environ(), envStoppedPool+"="+joinFile)
-	var poolOut proctest.Buffer
-	pool.Stdout, pool.Stderr = &poolOut, &poolOut
-	if err := pool.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Process.Signal(syscall.SIGCONT)
-		pool.Process.Kill()
-		pool.Wait()
-	})
+	r := startFencedRun(t)
 	ctx := context.Background()
-	if err := poll(ctx, "the join file", func() bool { return fileExists(joinFile) }); err != nil {
-		t.Fatal(err)
-	}
-	agent := exec.Command(os.Args[0], "-test.run=^$")
-	agent.Env = append(os.Environ(), envAgent+"="+joinFile)
-	var agentErr proctest.Buffer
-	agent.Stderr = &agentErr
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		if agent.ProcessState == nil {
-			agent.Process.Kill()
-			agent.Wait()
-		}
-	})
-	for i := range 2 {
-		if err := poll(ctx, "the jobs to start", func() bool { return fileExists(filepath.Join(dir, fmt.Sprint("mark", i))) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	workers := proctest.Children(agent.Process.Pid)
-	if len(workers) != 2 {
-		t.Fatalf("the agent has %d children, want its 2 workers", len(workers))
-	}
-	t.Cleanup(func() {
-		for _, pid := range workers {
+		for _, pid := range r.workers {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	pool.Process.Signal(syscall.SIGSTOP)
+	r.pool.Process.Signal(syscall.SIGSTOP)
 	if err := poll(ctx, "the agent to stop its workers", func() bool {
-		return strings.Contains(agentErr.String(), "stopped until it speaks")
+		return strings.Contains(r.agentErr.String(), "stopped until it speaks")
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range workers {
+	for _, pid := range r.workers {
 		if st := proctest.State(pid); st != "T" {
 			t.Fatalf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
 		}
 	}
-	agent.Process.Kill()
-	agent.Wait()
-	if left := proctest.WaitGone(workers, 20*time.Second); len(left) > 0 {
+	r.agent.Process.Kill()
+	r.agent.Wait()
+	if left := proctest.WaitGone(r.workers, 20*time.Second); len(left) > 0 {
 		for _, pid := range left {
 			t.Errorf("worker %d is still there (state %s) 20 s after its agent was killed", pid, proctest.State(pid))
 		}
