@@ -89,8 +89,9 @@ id, an unknown dependency or item, a dependency cycle, a bad foreach or a
 YAML error is reported as FILE:LINE: what is wrong (exit status 2), every
 mistake of the file on a line of its own (the first 20, then "... and N
 more"). A command that exits non-zero fails its job (exit status 1 at the
-end), with its exit status and the last lines of its standard error in the
-messages and the report; a job whose worker died (a worker joined with
+end), with its exit status, its peak memory (where it used more than
+poolrun) and the last lines of its standard error in the messages and the
+report; a job whose worker died (a worker joined with
 --listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. The other jobs go on unless
