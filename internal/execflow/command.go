@@ -55,6 +55,12 @@ type shellOutcome struct {
 	maxRSS, floor int64
 }
 
+// rssMargin is how much more than floor (this process's peak) a
+// command's peak must be to be its own: the kernel's counts of resident
+// pages are approximate (per-CPU counters), so that a command that used
+// nothing of its own may show a little more than the floor read after it.
+func rssMargin(floor int64) int64 { return max(4<<20, floor/16) }
+
 // runShell runs c with /bin/sh -c (or directly, when it is made of plain
 // words: see plainWords) in a process group of its own and returns
 // when the group is gone. Its standard output and error go where

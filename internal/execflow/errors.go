@@ -54,8 +54,8 @@ type commandError struct {
 	// [Options.TailLines]), without the final newline.
 	StderrTail string
 	// PeakRSS is the peak resident memory of the command's largest
-	// process, in bytes, where it is more than that of the process that
-	// started it (see Result.PeakRSS); else 0. The message gives it in
+	// process, in bytes, where it is clearly more (see rssMargin) than
+	// that of the process that started it (see Result.PeakRSS); else 0. The message gives it in
 	// KiB, after the status: "exit status 1 (peak RSS 812000 KiB)".
 	PeakRSS int64
 }

@@ -425,7 +425,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 			JobID: a.ID, File: a.File, Line: a.Line,
 			ExitCode: out.exitCode, Signal: out.signal, StderrTail: out.tail,
 		}
-		if out.maxRSS > out.floor {
+		if out.maxRSS > out.floor+rssMargin(out.floor) {
 			err.(*commandError).PeakRSS = out.maxRSS // more than poolrun's own: the command's
 		}
 	}
