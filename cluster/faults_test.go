@@ -275,6 +275,26 @@ func startFencedRun(t *testing.T) *fencedRun {
 	return r
 }
 
+// silence stops the pool (SIGSTOP) and waits for the agent to say that
+// it stopped its workers, once it has heard nothing for a while; it
+// returns the state of each worker that is not stopped (T) then.
+func (r *fencedRun) silence(t *testing.T) map[int]string {
+	t.Helper()
+	r.pool.Process.Signal(syscall.SIGSTOP)
+	if err := poll(context.Background(), "the agent to stop its workers", func() bool {
+		return strings.Contains(r.agentErr.String(), "stopped until it speaks")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	running := map[int]string{}
+	for _, pid := range r.workers {
+		if st := proctest.State(pid); st != "T" {
+			running[pid] = st
+		}
+	}
+	return running
+}
+
 // TestStoppedPool: a pool stopped (SIGSTOP, as Ctrl-Z) for longer than the
 // silence limit, then continued, keeps its remote workers: no worker is
 // given up, and every job completes. Meanwhile the agent, which hears
@@ -285,19 +305,9 @@ func TestStoppedPool(t *testing.T) {
 		t.Skip("stops a pool for 11 s")
 	}
 	r := startFencedRun(t)
-	ctx := context.Background()
-	r.pool.Process.Signal(syscall.SIGSTOP)
 	stoppedAt := time.Now()
-	// The agent stops its workers once it has heard nothing for a while.
-	if err := poll(ctx, "the agent to stop its workers", func() bool {
-		return strings.Contains(r.agentErr.String(), "stopped until it speaks")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range r.workers {
-		if st := proctest.State(pid); st != "T" {
-			t.Errorf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
-		}
+	for pid, st := range r.silence(t) {
+		t.Errorf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
 	}
 	// The pool stays stopped for longer than the silence limit.
 	time.Sleep(time.Until(stoppedAt.Add(silentFor + time.Second)))
@@ -340,22 +350,13 @@ func TestAgentKilledWhileFenced(t *testing.T) {
 		t.Skip("waits 7 s for the agent to stop its workers")
 	}
 	r := startFencedRun(t)
-	ctx := context.Background()
 	t.Cleanup(func() {
 		for _, pid := range r.workers {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	r.pool.Process.Signal(syscall.SIGSTOP)
-	if err := poll(ctx, "the agent to stop its workers", func() bool {
-		return strings.Contains(r.agentErr.String(), "stopped until it speaks")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range r.workers {
-		if st := proctest.State(pid); st != "T" {
-			t.Fatalf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
-		}
+	for pid, st := range r.silence(t) {
+		t.Fatalf("worker %d is in state %q while the pool is silent, want T (stopped)", pid, st)
 	}
 	r.agent.Process.Kill()
 	r.agent.Wait()
