@@ -144,6 +144,9 @@ func (p *parser) confine(o string) string {
 			return "it would reach into a .git folder"
 		}
 	}
+	if why := p.resolvedOutside(parts, where); why != "" {
+		return why
+	}
 	for _, own := range []struct{ path, what string }{
 		{p.file, "the workflow file"},
 		{StateFile(p.file), "the workflow's state file"},
@@ -154,6 +157,64 @@ func (p *parser) confine(o string) string {
 		}
 	}
 	return ""
+}
+
+// resolvedOutside says why the output whose parts, relative to the
+// working folder, are parts leads out of it through a symbolic link, ""
+// when it does not: the folder it lies in (up to its first pattern part),
+// with every link followed as far as it exists, must lie inside the
+// working folder as resolved. The output itself may be a link: it is
+// removed, never what it points to.
+func (p *parser) resolvedOutside(parts []string, where string) string {
+	if p.workdir == "" {
+		return ""
+	}
+	root, err := p.realPath(p.workdir)
+	if err != nil {
+		return ""
+	}
+	n := len(parts) - 1 // the folder the output lies in
+	for i, part := range parts[:n] {
+		if IsPattern(part) {
+			n = i
+			break
+		}
+	}
+	dir := filepath.Join(append([]string{p.workdir}, parts[:n]...)...)
+	var rest []string
+	for dir != p.workdir {
+		if _, err := os.Lstat(dir); err == nil {
+			break
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+		dir = filepath.Dir(dir)
+	}
+	real, err := p.realPath(dir)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.Rel(root, real); err != nil || outside(r) {
+		shown := filepath.Join(append([]string{real}, rest...)...)
+		return fmt.Sprintf("its folder %s is %s once links are followed, outside %s %s: outputs must lie inside it", filepath.Join(parts[:n]...), shown, where, root)
+	}
+	return ""
+}
+
+// realPath returns dir with every symbolic link followed
+// (filepath.EvalSymlinks), once per folder for a parse.
+func (p *parser) realPath(dir string) (string, error) {
+	if r, ok := p.resolved[dir]; ok {
+		return r, nil
+	}
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if p.resolved == nil {
+		p.resolved = make(map[string]string)
+	}
+	p.resolved[dir] = r
+	return r, nil
 }
 
 // outside reports whether the clean relative path rel leads out of its

@@ -279,7 +279,7 @@ jobs:
   - id: summarise
     run: x
     inputs: [parts/1.txt]
-    outputs: ["*.txt"]
+    outputs: ["sum-*.txt"]
     after: [part-1]
 `
 	w, _, err := parseIn(t, text, workflow.Options{})
@@ -292,7 +292,7 @@ jobs:
 		after    []string
 		inferred map[string]string
 	}{
-		// The output pattern *.txt of summarise is matched with nothing.
+		// The output pattern sum-*.txt of summarise is matched with nothing.
 		{"report", []string{"part-1", "part-2"}, map[string]string{"part-1": "parts/*.txt", "part-2": "parts/*.txt"}},
 		{"part-1", []string{"clean"}, map[string]string{"clean": "./raw/../raw.csv"}},
 		{"clean", nil, nil}, // reads its own output

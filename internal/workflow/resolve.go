@@ -49,6 +49,9 @@ func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
 	if p.stop {
 		return nil
 	}
+	if p.overlaps(jobs, deps); p.stop {
+		return nil
+	}
 	for i, j := range jobs {
 		for _, d := range deps[i] {
 			j.After = append(j.After, jobs[d].ID)

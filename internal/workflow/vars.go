@@ -164,6 +164,12 @@ func (p *parser) readWorkdir(f *field) {
 		p.workdir = ""
 		return
 	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real == string(filepath.Separator) {
+		// Outputs are confined to the working folder: the root confines nothing.
+		p.fail(n.Line, "workdir %s is the root folder: outputs must lie inside the working folder, and a failed job's are removed", dir)
+		p.workdir = ""
+		return
+	}
 	p.workdir = dir
 }
 

@@ -1,0 +1,413 @@
+package workflow
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// This file refuses outputs that could name the same file: two jobs'
+// outputs, or an output pattern and a source (an input that no job
+// makes). A job's outputs are what it may remove when it fails, and what
+// counts as made by it; so no file may belong to two jobs, nor a user's
+// file to any.
+//
+// Two outputs overlap when some path matches both, or when one can match
+// a folder that holds what the other can match (a folder output owns
+// what is in it). Patterns are compared part by part (see
+// [patternsMeet]), so that "out/*.txt" and "out/a-*" overlap and
+// "out/a/*" and "out/b/*" do not.
+
+// claim is an output of a job, as overlap compares them.
+type claim struct {
+	job   int    // index in the jobs being checked
+	text  text   // as written, substituted, with its line
+	key   string // absolute against the working folder, cleaned (patterns escaped)
+	fixed string // key up to its first pattern character: every match begins with it
+}
+
+// overlaps reports every pair of jobs whose outputs overlap, and every
+// output pattern that matches an input that no job makes unless the job
+// that reads it runs after the pattern's (deps, as resolve has them, the
+// inferred ones included): the reader then reads what that job makes.
+// It stops at a limit (p.stop).
+func (p *parser) overlaps(jobs []*job, deps [][]int) {
+	var lits, pats []claim
+	byPath := make(map[string]int) // literal output key -> index in lits
+	for i, j := range jobs {
+		for _, t := range j.outputs {
+			if IsPattern(t.s) {
+				k := p.patternKey(t.s)
+				pats = append(pats, claim{job: i, text: t, key: k, fixed: fixedPart(k)})
+				continue
+			}
+			k := p.pathKey(t.s)
+			if _, dup := byPath[k]; !dup { // a duplicate is reported by expand
+				byPath[k] = len(lits)
+				lits = append(lits, claim{job: i, text: t, key: k, fixed: k})
+			}
+		}
+	}
+	if len(lits)+len(pats) == 0 {
+		return
+	}
+	sep := string(filepath.Separator)
+	at := func(c claim) string {
+		return fmt.Sprintf("outputs %q of job %q (%s:%d)", c.text.s, jobs[c.job].ID, p.file, c.text.line)
+	}
+	report := func(c, other claim, how string) {
+		p.fail(c.text.line, "job %q: outputs %q %s %s: a file may be the output of one job only", jobs[c.job].ID, c.text.s, how, at(other))
+	}
+	// A literal output inside another's folder.
+	for _, c := range lits {
+		for d := filepath.Dir(c.key); d != sep && d != "."; d = filepath.Dir(d) {
+			if k, ok := byPath[d]; ok && lits[k].job != c.job {
+				report(c, lits[k], "lies inside")
+				break
+			}
+		}
+	}
+	budget := matchBudget
+	spend := func(c claim) bool {
+		if budget--; budget >= 0 {
+			return true
+		}
+		p.limit(c.text.line, "job %q: outputs %q: the output patterns of this workflow take too long to compare; give them a fixed start, as in \"out/chunk-*\"", jobs[c.job].ID, c.text.s)
+		return false
+	}
+	sortClaims(lits)
+	slices.SortFunc(pats, func(a, b claim) int { return strings.Compare(a.fixed, b.fixed) })
+	for a, c := range pats {
+		// Literal outputs that begin with its fixed part: it may match
+		// them, or a folder above them.
+		for _, l := range from(lits, c.fixed) {
+			if !spend(c) {
+				return
+			}
+			if l.job != c.job && patternsMeet(c.key, l.key) {
+				report(c, l, "can match")
+				break
+			}
+		}
+		// Literal folders above what it matches.
+		for d := filepath.Dir(c.fixed + "x"); d != sep && d != "."; d = filepath.Dir(d) {
+			if k, ok := byPath[d]; ok && lits[k].job != c.job {
+				report(c, lits[k], "can match files inside")
+				break
+			}
+		}
+		// Patterns whose fixed part begins with its own (the others
+		// see it from their side).
+		for _, o := range pats[a+1:] {
+			if !strings.HasPrefix(o.fixed, c.fixed) {
+				break
+			}
+			if !spend(c) {
+				return
+			}
+			if o.job != c.job && patternsMeet(c.key, o.key) {
+				report(o, c, "can match the same files as")
+				break
+			}
+		}
+	}
+	p.sources(jobs, deps, lits, pats, byPath, spend)
+}
+
+// sources reports the output patterns that match a source: an input path
+// that is no job's output nor lies inside one, read by a job that does
+// not run after the pattern's.
+func (p *parser) sources(jobs []*job, deps [][]int, lits, pats []claim, byPath map[string]int, spend func(claim) bool) {
+	if len(pats) == 0 {
+		return
+	}
+	type source struct {
+		key    string
+		in     string
+		reader int
+	}
+	var srcs []source
+	seen := make(map[string]bool)
+	sep := string(filepath.Separator)
+	for i, j := range jobs {
+	inputs:
+		for _, in := range j.Inputs {
+			if IsPattern(in) {
+				continue
+			}
+			k := p.pathKey(in)
+			for d := k; d != sep && d != "."; d = filepath.Dir(d) {
+				if _, made := byPath[d]; made {
+					continue inputs
+				}
+			}
+			if !seen[k+"\x00"+j.ID] {
+				seen[k+"\x00"+j.ID] = true
+				srcs = append(srcs, source{k, in, i})
+			}
+		}
+	}
+	slices.SortFunc(srcs, func(a, b source) int { return strings.Compare(a.key, b.key) })
+	for _, c := range pats {
+		start := sort.Search(len(srcs), func(n int) bool { return srcs[n].key >= c.fixed })
+		for _, s := range srcs[start:] {
+			if !strings.HasPrefix(s.key, c.fixed) {
+				break
+			}
+			if !spend(c) {
+				return
+			}
+			deeper := strings.Count(c.key, sep) > strings.Count(s.key, sep) // inside a source folder: not the folder's files
+			if deeper || !patternsMeet(c.key, s.key) || s.reader != c.job && slices.Contains(deps[s.reader], c.job) {
+				continue
+			}
+			reader := jobs[s.reader]
+			what := fmt.Sprintf("input %q of job %q (%s:%d)", s.in, reader.ID, p.file, reader.Line)
+			hint := fmt.Sprintf("; if %q reads what %q makes, write after: [%q]", reader.ID, jobs[c.job].ID, jobs[c.job].ID)
+			if s.reader == c.job {
+				what, hint = fmt.Sprintf("its own input %q", s.in), "; name the files it makes instead"
+			}
+			p.fail(c.text.line, "job %q: outputs %q can match %s, a file that no job makes: a job's outputs may not include a source%s", jobs[c.job].ID, c.text.s, what, hint)
+			break
+		}
+	}
+}
+
+// sortClaims sorts literal claims by key.
+func sortClaims(c []claim) {
+	slices.SortFunc(c, func(a, b claim) int { return strings.Compare(a.key, b.key) })
+}
+
+// from returns the claims of sorted whose keys begin with prefix.
+func from(sorted []claim, prefix string) []claim {
+	start := sort.Search(len(sorted), func(n int) bool { return sorted[n].key >= prefix })
+	end := start
+	for end < len(sorted) && strings.HasPrefix(sorted[end].key, prefix) {
+		end++
+	}
+	return sorted[start:end]
+}
+
+// fixedPart returns the start of the pattern key k before its first
+// pattern character: what every path it matches begins with.
+func fixedPart(k string) string {
+	if n := strings.IndexAny(k, `*?[\`); n >= 0 {
+		return k[:n]
+	}
+	return k
+}
+
+// patternsMeet reports whether some path matches both a and b (patterns
+// or paths, as [Glob] matches them), or matches one of them and lies in
+// a folder that the other matches: part by part over the parts both
+// have.
+func patternsMeet(a, b string) bool {
+	sep := string(filepath.Separator)
+	pa, pb := strings.Split(a, sep), strings.Split(b, sep)
+	for i := range min(len(pa), len(pb)) {
+		if !namesMeet(pa[i], pb[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// OutputClaiming returns the job whose outputs could name the file or
+// folder at path (absolute, or relative to the working folder), and that
+// output: an output path that is path or a folder above it, or a pattern
+// that can match path or a folder above it. With inside set it also
+// counts an output that lies inside the folder path (a log folder:
+// nothing in it may be a job's). It returns nil when no output could.
+func (w *Workflow) OutputClaiming(path string, inside bool) (*Job, string) {
+	if !filepath.IsAbs(path) && w.Dir != "" {
+		path = filepath.Join(w.Dir, path)
+	}
+	path = filepath.Clean(path)
+	sep := string(filepath.Separator)
+	for _, j := range w.Jobs {
+		for _, o := range j.Outputs {
+			var k string
+			switch {
+			case filepath.IsAbs(o) || w.Dir == "":
+				k = filepath.Clean(o)
+			case IsPattern(o):
+				k = EscapePattern(w.Dir) + sep + o
+			default:
+				k = filepath.Join(w.Dir, o)
+			}
+			if !IsPattern(o) {
+				if k == path || strings.HasPrefix(path, k+sep) || inside && strings.HasPrefix(k, path+sep) {
+					return j, o
+				}
+				continue
+			}
+			n := strings.Count(path, sep)
+			if strings.Count(k, sep) <= n || inside {
+				if patternsMeet(k, path) {
+					return j, o
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// namesMeet reports whether some file name matches both a and b, patterns
+// of one part of a path as [path/filepath.Match] takes them, under the
+// shell's rule for a leading dot (see matchName). A malformed pattern
+// meets nothing.
+func namesMeet(a, b string) bool {
+	ta, oka := tokens(a)
+	tb, okb := tokens(b)
+	if !oka || !okb {
+		return false
+	}
+	// A name that begins with a dot matches only a pattern that begins
+	// with one: either both begin with one, or the name does not.
+	if dotA, dotB := leadingDot(ta), leadingDot(tb); dotA != dotB {
+		return false
+	}
+	seen := make(map[[2]int]bool)
+	var meet func(i, j int) bool
+	meet = func(i, j int) bool {
+		if i == len(ta) && j == len(tb) {
+			return true
+		}
+		if seen[[2]int{i, j}] {
+			return false
+		}
+		seen[[2]int{i, j}] = true
+		switch {
+		case i < len(ta) && ta[i].star:
+			// The star matches nothing more, or one more character of b's.
+			return meet(i+1, j) || j < len(tb) && meet(i, j+1)
+		case j < len(tb) && tb[j].star:
+			return meet(i, j+1) || i < len(ta) && meet(i+1, j)
+		case i < len(ta) && j < len(tb):
+			return ta[i].meets(tb[j]) && meet(i+1, j+1)
+		}
+		return false
+	}
+	return meet(0, 0)
+}
+
+// token is one element of a name pattern: a star, or one character out of
+// a set (a literal, ?, or a class).
+type token struct {
+	star   bool
+	any    bool      // ?
+	ranges [][2]rune // the characters matched, lo to hi; a literal is one
+	negate bool
+}
+
+// has reports whether t, a one-character token, matches c.
+func (t token) has(c rune) bool {
+	if c == filepath.Separator {
+		return false
+	}
+	if t.any {
+		return true
+	}
+	in := false
+	for _, r := range t.ranges {
+		if r[0] <= c && c <= r[1] {
+			in = true
+			break
+		}
+	}
+	return in != t.negate
+}
+
+// meets reports whether some character matches both t and u: the sets are
+// unions of ranges, so if they share one they share one of the ends of a
+// range, or a character next to one.
+func (t token) meets(u token) bool {
+	try := []rune{'a', 'Z', '0', '_', 0x10FFFF}
+	for _, x := range [][][2]rune{t.ranges, u.ranges} {
+		for _, r := range x {
+			try = append(try, r[0], r[1], r[0]-1, r[1]+1)
+		}
+	}
+	for _, c := range try {
+		if c >= 0 && t.has(c) && u.has(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// leadingDot reports whether every name the tokens match begins with a
+// dot (its first token is a literal dot).
+func leadingDot(ts []token) bool {
+	return len(ts) > 0 && !ts[0].star && !ts[0].any && !ts[0].negate &&
+		len(ts[0].ranges) == 1 && ts[0].ranges[0] == [2]rune{'.', '.'}
+}
+
+// tokens splits a name pattern into its tokens; false if it is malformed.
+func tokens(p string) ([]token, bool) {
+	var ts []token
+	rs := []rune(p)
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; c {
+		case '*':
+			if len(ts) == 0 || !ts[len(ts)-1].star {
+				ts = append(ts, token{star: true})
+			}
+		case '?':
+			ts = append(ts, token{any: true})
+		case '\\':
+			if i++; i == len(rs) {
+				return nil, false
+			}
+			ts = append(ts, token{ranges: [][2]rune{{rs[i], rs[i]}}})
+		case '[':
+			t := token{}
+			i++
+			if i < len(rs) && rs[i] == '^' {
+				t.negate = true
+				i++
+			}
+			for first := true; ; first = false {
+				if i >= len(rs) {
+					return nil, false
+				}
+				if rs[i] == ']' && !first {
+					break
+				}
+				lo, ok := classChar(rs, &i)
+				if !ok {
+					return nil, false
+				}
+				hi := lo
+				if i < len(rs) && rs[i] == '-' {
+					i++
+					if hi, ok = classChar(rs, &i); !ok {
+						return nil, false
+					}
+				}
+				t.ranges = append(t.ranges, [2]rune{lo, hi})
+			}
+			ts = append(ts, t)
+		default:
+			ts = append(ts, token{ranges: [][2]rune{{c, c}}})
+		}
+	}
+	return ts, true
+}
+
+// classChar reads one character of a class at rs[*i], escaped or not: an
+// unescaped '-' or ']' there is a malformed class.
+func classChar(rs []rune, i *int) (rune, bool) {
+	escaped := *i < len(rs) && rs[*i] == '\\'
+	if escaped {
+		*i++
+	}
+	if *i >= len(rs) || !escaped && (rs[*i] == '-' || rs[*i] == ']') {
+		return 0, false
+	}
+	c := rs[*i]
+	*i++
+	return c, true
+}
