@@ -326,6 +326,9 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
 		return err
 	}
+	if err := checkClaims(wf, map[string]string{"--report": f.report, "--join-file": f.joinFile}); err != nil {
+		return err
+	}
 	// Checked before the pool listens: a worker that joins finds the run
 	// it was told of.
 	batch, err := execflow.Prepare(wf, opts)

@@ -98,6 +98,11 @@ type Result struct {
 	// largest process (the shell, or a process the shell waited for), as
 	// wait4 reports it; 0 where unknown.
 	PeakRSS int64
+	// Outputs holds the files the job made that its output patterns
+	// match, relative to its working folder, sorted (its output paths
+	// are not listed: they are its own by their declaration). The state
+	// file records them as the job's.
+	Outputs []string
 }
 
 // execArg is the argument of a job: everything its worker needs to know,
@@ -262,6 +267,7 @@ func Queue(p *engine.Pool, wf *workflow.Workflow, opts Options) (map[string]*eng
 // pool, as [Prepare] makes them.
 type Batch struct {
 	jobs []planned
+	plan *Plan // Options.Plan
 }
 
 // planned is a job of a Batch.
@@ -302,6 +308,9 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLogClaims(wf, s.stdio.LogDir); err != nil {
+		return nil, err
+	}
 	params := itemParams(wf, s)
 
 	plan := make([]planned, 0, len(wf.Jobs))
@@ -336,7 +345,11 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 		case opts.Retries > 0:
 			pl.retries = opts.Retries
 		}
-		pl.arg.Outputs = outs.of(j)
+		var made []string
+		if opts.Plan != nil && opts.Plan.state != nil {
+			made = opts.Plan.state.Jobs[j.ID].Made
+		}
+		pl.arg.Outputs = outs.of(j, made)
 		for _, name := range j.Needs {
 			ip, ok := params[name]
 			if !ok {
@@ -352,7 +365,7 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 		plan = append(plan, pl)
 	}
 
-	return &Batch{jobs: plan}, nil
+	return &Batch{jobs: plan, plan: opts.Plan}, nil
 }
 
 // Queue queues the jobs of b on p, in the order of the workflow, and
@@ -397,6 +410,9 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
 	}
+	if b.plan != nil {
+		b.plan.jobs.Store(&jobs)
+	}
 	return jobs
 }
 
@@ -430,7 +446,8 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 		}
 	}
 	// Outputs checked, or removed if the job failed.
-	return res, finishOutputs(a, before, err)
+	res.Outputs, err = finishOutputs(a, before, err)
+	return res, err
 }
 
 // jobItemError says why a job could not get item ip.

@@ -186,6 +186,7 @@ jobs:
 			t.Fatal(err)
 		}
 	}
+	recordMade(t, file, wf) // an earlier run made both
 	plan, err := execflow.NewPlan(wf, execflow.PlanOptions{Force: map[string]bool{"a": true}})
 	if err != nil {
 		t.Fatal(err)
@@ -212,5 +213,146 @@ jobs:
 	want := []string{"a: incomplete (the last run was cut off)", "b: up to date"}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan after a cut-off run: %q, want %q", got, want)
+	}
+}
+
+// A job's outputs are the files it made: of what its pattern matches, a
+// failed run removes only what it created and what the state file
+// records as the job's and it changed, never a file that was there
+// before and is not the job's, even one changed meanwhile; a run that
+// succeeds records what it made, and the next plan judges the job by
+// that alone.
+func TestOutputsAreWhatTheJobMade(t *testing.T) {
+	dir, scratch := t.TempDir(), t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.c"), []byte("int main;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "wf.yaml")
+	// The command stands for the user too: it saves main.c while the job
+	// runs, then fails.
+	failing := parse(t, file, `
+jobs:
+  - id: gen
+    run: echo '// generated' > src/gen.c; echo '// saved' >> src/main.c; exit 1
+    outputs: ["src/*.c"]
+`)
+	plan, err := execflow.NewPlan(failing, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decisions(plan)["gen"]; got != "run: output "+filepath.Join(src, "main.c")+" exists, but no run of this job is recorded as making it" {
+		t.Errorf("first plan over a hand-written file: %q", got)
+	}
+	jobs, _ := run(t, failing, 0, execflow.Options{Dir: dir, Scratch: scratch, Plan: plan})
+	_, err = jobs["gen"].Result()
+	if want := "poolrun removed what the job wrote: " + filepath.Join(src, "gen.c"); err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("error %v, want it to end %q", err, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(src, "main.c")); string(data) != "int main;\n// saved\n" {
+		t.Errorf("src/main.c holds %q: the user's file was touched", data)
+	}
+	if exists(filepath.Join(src, "gen.c")) {
+		t.Error("src/gen.c, which the failed job made, is still there")
+	}
+
+	// A success records gen.c alone; the next plan skips the job.
+	good := parse(t, file, `
+jobs:
+  - id: gen
+    run: echo '// generated' > src/gen.c
+    outputs: ["src/*.c"]
+`)
+	plan, err = execflow.NewPlan(good, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err = run(t, good, 0, execflow.Options{Dir: dir, Scratch: scratch, Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := jobs["gen"].Result(); !slices.Equal(res.Outputs, []string{"src/gen.c"}) {
+		t.Errorf("Result.Outputs %q, want [src/gen.c]", res.Outputs)
+	}
+	if err := plan.Save(jobs); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(execflow.StateFile(file)); !strings.Contains(string(data), `"made":["src/gen.c"]`) {
+		t.Errorf("state file %s, want gen.c made", data)
+	}
+	plan, err = execflow.NewPlan(good, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decisions(plan)["gen"]; got != "skip: up to date" {
+		t.Errorf("plan after the success: %q", got)
+	}
+
+	// A failed forced run removes the recorded file it changed, and
+	// still leaves main.c.
+	bad := parse(t, file, `
+jobs:
+  - id: gen
+    run: echo '// half' > src/gen.c; touch src/main.c; exit 1
+    outputs: ["src/*.c"]
+`)
+	plan, err = execflow.NewPlan(bad, execflow.PlanOptions{Force: map[string]bool{"gen": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ = run(t, bad, 0, execflow.Options{Dir: dir, Scratch: scratch, Plan: plan})
+	if _, err := jobs["gen"].Result(); err == nil || !strings.HasSuffix(err.Error(), "wrote: "+filepath.Join(src, "gen.c")) {
+		t.Errorf("forced failure: %v", err)
+	}
+	if !exists(filepath.Join(src, "main.c")) || exists(filepath.Join(src, "gen.c")) {
+		t.Error("after the forced failure: main.c gone or gen.c kept")
+	}
+}
+
+// A command that exits 0 having made no file of its pattern fails, and
+// says that what matches was there before.
+func TestOutputPatternMatchingOthersOnly(t *testing.T) {
+	dir, scratch := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "old.log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "wf.yaml")
+	wf := parse(t, file, "jobs:\n  - id: a\n    run: \"true\"\n    outputs: [\"*.log\"]\n")
+	jobs, _ := run(t, wf, 0, execflow.Options{Dir: dir, Scratch: scratch})
+	_, err := jobs["a"].Result()
+	want := "the command made no file that the pattern matches; " + filepath.Join(dir, "old.log") + " was there before, and is not the job's"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to say %q", err, want)
+	}
+	if !exists(filepath.Join(dir, "old.log")) {
+		t.Error("old.log was removed")
+	}
+}
+
+// What a job makes through a link it made to a folder outside is neither
+// taken for its output nor removed.
+func TestOutputsThroughLinkStayOutside(t *testing.T) {
+	root, scratch := t.TempDir(), t.TempDir()
+	dir, victim := filepath.Join(root, "wf"), filepath.Join(root, "victim")
+	for _, d := range []string{dir, victim} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "wf.yaml")
+	wf := parse(t, file, "jobs:\n  - id: a\n    run: ln -s ../victim link && touch link/x; exit 1\n    outputs: [\"link/*\"]\n  - id: b\n    run: ln -s ../victim link2 && touch link2/y\n    outputs: [\"link2/*\"]\n")
+	jobs, _ := run(t, wf, 0, execflow.Options{Dir: dir, Scratch: scratch})
+	if !exists(filepath.Join(victim, "x")) {
+		t.Error("the failed job's cleanup removed victim/x, outside the workflow's folder")
+	}
+	_, err := jobs["b"].Result()
+	if want := "lies in " + victim + " once links are followed, outside the working folder"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("job b: %v, want it failed saying %q", err, want)
+	}
+	if !exists(filepath.Join(victim, "y")) {
+		t.Error("victim/y was removed")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
 
@@ -16,10 +17,9 @@ import (
 type Reason int
 
 const (
-	// UpToDate: the job is skipped. Its outputs all exist, none is older
-	// than its inputs or than the outputs of the jobs it runs after, and
-	// its command is the one that made them (or the state file does not
-	// know the job).
+	// UpToDate: the job is skipped. The state file records that its
+	// command made its outputs, they all exist, and none is older than
+	// its inputs or than the outputs of the jobs it runs after.
 	UpToDate Reason = iota
 	// Forced: [PlanOptions.Force] names the job.
 	Forced
@@ -48,9 +48,14 @@ const (
 	Incomplete
 	// LastFailed: the state file says that the job's last run failed.
 	LastFailed
+	// NotMade: its outputs exist, but the state file does not record
+	// that the job made them (Path): it never ran here, or it ran
+	// before poolrun recorded what a job makes, or what matches an
+	// output pattern is some other file.
+	NotMade
 )
 
-var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after", "incomplete", "failed last time"}
+var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after", "incomplete", "failed last time", "not made by it"}
 
 // String returns a short name of the reason, as "missing output".
 func (r Reason) String() string {
@@ -106,6 +111,8 @@ func (d Decision) Why() string {
 		return "incomplete (the last run was cut off)"
 	case LastFailed:
 		return "it failed in the last run"
+	case NotMade:
+		return "output " + d.Path + " exists, but no run of this job is recorded as making it"
 	}
 	return d.Reason.String()
 }
@@ -138,8 +145,12 @@ type Plan struct {
 	dir       folder
 	stateFile string
 	state     *state                   // as read; nil when no job declares outputs
+	made      [][]fileTime             // by decision: the files of the job's outputs, as decide found them
 	others    map[string]bool          // PlanOptions.Others
 	rec       atomic.Pointer[recorder] // set by Begin, until Save
+	// jobs are the plan's jobs on the pool, once [Batch.Queue] queued
+	// them: the recorder reads what a job made from its result.
+	jobs atomic.Pointer[map[string]*engine.Job[Result]]
 	begun     bool
 }
 
@@ -148,24 +159,29 @@ type Plan struct {
 //   - a job that opts.Force names runs;
 //   - a job without outputs runs;
 //   - a job runs if the state file says that it is not done (a run
-//     began it and was cut off, or it failed), if one of its outputs is
-//     missing (a pattern that matches nothing counts as missing), if the
-//     state file records another command for it than its own, if a job it
-//     runs after runs, if one of its inputs is missing, or if an input, or
-//     an output of a job it runs after, is newer than the oldest of its
-//     outputs;
+//     began it and was cut off, or it failed) or does not record it as
+//     the maker of its outputs (it never ran here), if one of its outputs
+//     is missing (an output path, or a file it made that its pattern
+//     matches; a pattern that matches none of its files counts as
+//     missing), if the state file records another command for it than
+//     its own, if a job it runs after runs, if one of its inputs is
+//     missing, or if an input, or an output of a job it runs after, is
+//     newer than the oldest of its outputs;
 //   - otherwise it is skipped.
 //
-// Inputs and outputs are read relative to wf.Dir, the workflow's working
-// folder (or, in a Workflow without one, the folder of wf.File made
-// absolute against the current folder), and a folder counts by its own
-// modification time. Symbolic links are followed. The state file is
-// stateFile(wf.File), read only when some job declares outputs; a job
-// it does not know is judged by the times of its files alone. NewPlan
-// changes nothing on disk. It fails, naming the file, when the state file
-// cannot be read or is not one (errBadState), and when wf is not as
-// [workflow.Parse] returns them (a nil job, or one that runs after a job
-// that is unknown or comes later); it panics when wf is nil.
+// A job's outputs are its output paths and, of the files its output
+// patterns match, those the state file records as made by it
+// ([Result.Outputs] of its last success): a file beside them that it did
+// not make (a user's source) neither makes it up to date nor is taken
+// for its output. Inputs and outputs are read relative to wf.Dir, the
+// workflow's working folder (or, in a Workflow without one, the folder of
+// wf.File made absolute against the current folder), and a folder counts
+// by its own modification time. Symbolic links are followed. The state
+// file is stateFile(wf.File), read only when some job declares outputs.
+// NewPlan changes nothing on disk. It fails, naming the file, when the
+// state file cannot be read or is not one (errBadState), and when wf is
+// not as [workflow.Parse] returns them (a nil job, or one that runs after
+// a job that is unknown or comes later); it panics when wf is nil.
 func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	if wf == nil {
 		panic("execflow: NewPlan with a nil workflow")
@@ -177,6 +193,7 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	p := &Plan{
 		wf:        wf,
 		Decisions: make([]Decision, len(wf.Jobs)),
+		made:      make([][]fileTime, len(wf.Jobs)),
 		byID:      make(map[string]int, len(wf.Jobs)),
 		dir:       dir,
 		stateFile: stateFile(wf.File),
@@ -207,7 +224,7 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		case len(j.Outputs) == 0:
 			d.Reason = NoOutputs
 		default:
-			p.decide(&d, files)
+			p.made[i] = p.decide(&d, files)
 		}
 		p.Decisions[i] = d
 		p.byID[j.ID] = i
@@ -215,65 +232,120 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	return p, nil
 }
 
-// decide decides d for a job with outputs that is not forced.
-func (p *Plan) decide(d *Decision, files *fileTimes) {
+// decide decides d for a job with outputs that is not forced, and
+// returns the files of its outputs that it found (all of them, when it
+// skips the job).
+func (p *Plan) decide(d *Decision, files *fileTimes) []fileTime {
 	j := d.Job
-	switch p.state.Jobs[j.ID].Status {
+	rec, known := p.state.Jobs[j.ID]
+	switch rec.Status {
 	case statusStarted:
 		d.Reason = Incomplete
-		return
+		return nil
 	case statusFailed:
 		d.Reason = LastFailed
-		return
+		return nil
 	}
-	// The oldest output: every input must be older.
+	// The job's files, and the oldest of them: every input must be older.
+	var mine []fileTime
 	var oldest fileTime
 	for _, o := range j.Outputs {
-		found := files.of(o)
+		found, ok := p.outputFiles(o, rec, known, files)
+		if !ok {
+			d.Reason, d.Path = NotMade, found[0].shown
+			return nil
+		}
 		if len(found) == 0 {
 			d.Reason, d.Path = MissingOutput, p.dir.showAs(o)
-			return
+			if workflow.IsPattern(o) {
+				// One the job made, gone; or none at all.
+				for _, f := range rec.Made {
+					if abs := p.dir.path(f); workflow.Matches(p.dir.pattern(o), abs) {
+						if _, ok := stampOf(abs); !ok {
+							d.Path = p.dir.showMatch(o, abs)
+							break
+						}
+					}
+				}
+			}
+			return nil
 		}
 		for _, f := range found {
 			if oldest.shown == "" || f.mtime.Before(oldest.mtime) {
 				oldest = f
 			}
 		}
+		mine = append(mine, found...)
 	}
-	if rec, ok := p.state.Jobs[j.ID]; ok && rec.Command != commandHash(j.Run) {
+	if rec.Command != commandHash(j.Run) {
 		d.Reason = ChangedCommand
-		return
+		return nil
 	}
 	for _, a := range j.After {
 		if p.Decisions[p.byID[a]].Run {
 			d.Reason, d.After = AfterRuns, a
-			return
+			return nil
 		}
 	}
 	for _, in := range j.Inputs {
 		found := files.of(in)
 		if len(found) == 0 && !workflow.IsPattern(in) {
 			d.Reason, d.Path = MissingInput, p.dir.showAs(in)
-			return
+			return nil
 		}
 		for _, f := range found {
 			if f.mtime.After(oldest.mtime) {
 				d.Reason, d.Path, d.Than = NewerInput, f.shown, oldest.shown
-				return
+				return nil
 			}
 		}
 	}
 	for _, a := range j.After {
-		for _, o := range p.Decisions[p.byID[a]].Job.Outputs {
-			for _, f := range files.of(o) {
-				if f.mtime.After(oldest.mtime) {
-					d.Reason, d.Path, d.Than, d.After = NewerAfterOutput, f.shown, oldest.shown, a
-					return
-				}
+		for _, f := range p.made[p.byID[a]] {
+			if f.mtime.After(oldest.mtime) {
+				d.Reason, d.Path, d.Than, d.After = NewerAfterOutput, f.shown, oldest.shown, a
+				return nil
 			}
 		}
 	}
 	d.Run, d.Reason = false, UpToDate
+	return mine
+}
+
+// outputFiles returns the files of the job's output o, as the state file
+// records them (rec, if known): an output path, if it exists; the files
+// that the pattern o matches and rec lists as made by the job, where they
+// exist. It returns false, with the first file there is, when files are
+// there that rec does not record as the job's: o is a path and the job
+// is not known, or o is a pattern that matches files and none of the
+// job's.
+func (p *Plan) outputFiles(o string, rec jobState, known bool, files *fileTimes) ([]fileTime, bool) {
+	there := files.of(o)
+	if !workflow.IsPattern(o) {
+		if len(there) > 0 && !known {
+			return there, false
+		}
+		return there, true
+	}
+	var mine []fileTime
+	made := false
+	pattern := p.dir.pattern(o)
+	for _, f := range rec.Made {
+		abs := p.dir.path(f)
+		if !workflow.Matches(pattern, abs) {
+			continue
+		}
+		made = true
+		if st, ok := stampOf(abs); ok {
+			mine = append(mine, fileTime{p.dir.showMatch(o, abs), st.mtime})
+		} else {
+			return nil, true // missing
+		}
+	}
+	if !made && len(there) > 0 {
+		return there, false
+	}
+	return mine, true
 }
 
 // Runs reports whether the plan runs the job with workflow id id (false

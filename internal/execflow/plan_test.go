@@ -70,6 +70,28 @@ func hashOf(run string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// madeState returns the state file that records every job of wf with
+// outputs as made by its command, as a run that made them leaves it
+// (without files under output patterns).
+func madeState(wf *workflow.Workflow) string {
+	var recs []string
+	for _, j := range wf.Jobs {
+		if len(j.Outputs) > 0 {
+			recs = append(recs, fmt.Sprintf("%q: {\"command\": %q}", j.ID, hashOf(j.Run)))
+		}
+	}
+	return `{"version": 3, "jobs": {` + strings.Join(recs, ", ") + `}}`
+}
+
+// recordMade writes the state file of the workflow file at file that
+// madeState gives for wf: the jobs as made by their commands.
+func recordMade(t *testing.T, file string, wf *workflow.Workflow) {
+	t.Helper()
+	if err := os.WriteFile(execflow.StateFile(file), []byte(madeState(wf)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // decisions returns, by job id, "run: WHY" or "skip: WHY".
 func decisions(p *execflow.Plan) map[string]string {
 	out := make(map[string]string)
@@ -88,7 +110,10 @@ func TestPlan(t *testing.T) {
 		name  string
 		files map[string]int // made before the plan, at planTime + minutes
 		yaml  string
-		state string // the state file, if not ""
+		// state is the state file; "" records every job with outputs as
+		// made by its command, as a run that made them leaves it, and
+		// "none" writes none.
+		state string
 		force []string
 		want  map[string]string
 	}{
@@ -152,6 +177,48 @@ func TestPlan(t *testing.T) {
 			want:  map[string]string{"a": "skip: up to date"},
 		},
 		{
+			name:  "never run here",
+			files: map[string]int{"in.txt": 0, "out.txt": 1},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [out.txt]}\n",
+			state: "none",
+			want:  map[string]string{"a": "run: output out.txt exists, but no run of this job is recorded as making it"},
+		},
+		{
+			name:  "a pattern's files and a source beside them",
+			files: map[string]int{"src/gen.c": 1, "src/main.c": 2},
+			yaml:  "jobs:\n  - {id: gen, run: x, outputs: [\"src/*.c\"]}\n",
+			state: `{"version": 3, "jobs": {"gen": {"command": "` + hashOf("x") + `", "made": ["src/gen.c"]}}}`,
+			want:  map[string]string{"gen": "skip: up to date"},
+		},
+		{
+			name:  "a pattern over files the job did not make",
+			files: map[string]int{"src/main.c": 2},
+			yaml:  "jobs:\n  - {id: gen, run: x, outputs: [\"src/*.c\"]}\n",
+			state: "none",
+			want:  map[string]string{"gen": "run: output src/main.c exists, but no run of this job is recorded as making it"},
+		},
+		{
+			name:  "a pattern recorded before poolrun listed what jobs make",
+			files: map[string]int{"src/gen.c": 1},
+			yaml:  "jobs:\n  - {id: gen, run: x, outputs: [\"src/*.c\"]}\n",
+			state: `{"version": 2, "jobs": {"gen": {"command": "` + hashOf("x") + `"}}}`,
+			want:  map[string]string{"gen": "run: output src/gen.c exists, but no run of this job is recorded as making it"},
+		},
+		{
+			name:  "a file the job made is gone",
+			files: map[string]int{"out/a.txt": 1, "out/c.txt": 1},
+			yaml:  "jobs:\n  - {id: a, run: x, outputs: [\"out/*.txt\"]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "made": ["out/a.txt", "out/b.txt"]}}}`,
+			want:  map[string]string{"a": "run: output out/b.txt is missing"},
+		},
+		{
+			name:  "the oldest file the job made counts",
+			files: map[string]int{"in.txt": 2, "out/a.txt": 3, "out/old.txt": 0},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [\"out/*.txt\"]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "made": ["out/a.txt"]}}}`,
+			want:  map[string]string{"a": "skip: up to date"},
+		},
+		{
 			name:  "changed command",
 			files: map[string]int{"in.txt": 0, "out.txt": 1},
 			yaml:  "jobs:\n  - {id: a, run: x --new, inputs: [in.txt], outputs: [out.txt]}\n",
@@ -205,12 +272,16 @@ func TestPlan(t *testing.T) {
 			dir := t.TempDir()
 			t.Chdir(dir)
 			planFiles(t, dir, tt.files)
-			if tt.state != "" {
-				if err := os.WriteFile(execflow.StateFile("wf.yaml"), []byte(tt.state), 0o644); err != nil {
+			wf := parse(t, "wf.yaml", tt.yaml)
+			state := tt.state
+			if state == "" {
+				state = madeState(wf)
+			}
+			if state != "none" {
+				if err := os.WriteFile(execflow.StateFile("wf.yaml"), []byte(state), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			wf := parse(t, "wf.yaml", tt.yaml)
 			var opts execflow.PlanOptions
 			for _, id := range tt.force {
 				if opts.Force == nil {
@@ -251,6 +322,7 @@ func TestPlanPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordMade(t, "sub/wf.yaml", wf)
 	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +363,7 @@ func TestPlanWritesNothing(t *testing.T) {
 func TestPlanBadState(t *testing.T) {
 	for _, tt := range []struct{ name, state, want string }{
 		{"not JSON", "{", "unexpected end of JSON input"},
-		{"another version", `{"version": 3, "jobs": {}}`, "version 3, want 1 or 2"},
+		{"another version", `{"version": 4, "jobs": {}}`, "version 4, want 1 to 3"},
 		{"a status in version 1", `{"version": 1, "jobs": {"a": {"command": "x", "status": "started"}}}`, `job "a": unknown status "started"`},
 		{"an unknown status", `{"version": 2, "jobs": {"a": {"command": "x", "status": "half"}}}`, `job "a": unknown status "half"`},
 		{"not a state", `{"version": 1, "jobs": [1]}`, "cannot unmarshal"},
@@ -346,6 +418,11 @@ jobs:
     after: [done]
 `
 			wf := parse(t, "wf.yaml", text)
+			// An earlier run made done.txt.
+			doneState := `{"version":3,"jobs":{"done":{"command":"` + hashOf("echo done >> ran.log; echo d > done.txt") + `"}}}`
+			if err := os.WriteFile(execflow.StateFile("wf.yaml"), []byte(doneState), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -376,7 +453,7 @@ jobs:
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := `{"version":2,"jobs":{"bad":{"command":"` + hashOf("echo half > bad.txt; exit 1") + `","status":"failed"},"done":{"command":"` + hashOf("echo done >> ran.log; echo d > done.txt") +
+			want := `{"version":3,"jobs":{"bad":{"command":"` + hashOf("echo half > bad.txt; exit 1") + `","status":"failed"},"done":{"command":"` + hashOf("echo done >> ran.log; echo d > done.txt") +
 				`"},"next":{"command":"` + hashOf("echo next >> ran.log; echo n > next.txt") + `"}}}` + "\n"
 			if string(data) != want {
 				t.Errorf("state file:\n%s\nwant:\n%s", data, want)
@@ -427,6 +504,7 @@ jobs:
   - {id: plot-a, run: x, inputs: [clean.csv], outputs: [plot-a.png], after: [clean]}
   - {id: report, run: x, after: [plot-a]}
 `)
+	recordMade(t, "wf.yaml", wf)
 	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -453,6 +531,7 @@ jobs:
   - {id: a, run: x, outputs: [a.txt]}
   - {id: 'b-${i}', foreach: {i: [1, 2]}, run: x, outputs: ['b "${i}".txt'], after: [a]}
 `)
+	recordMade(t, "wf.yaml", wf)
 	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -535,6 +614,7 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordMade(t, "flows/wf.yaml", wf)
 	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -547,7 +627,7 @@ jobs:
 		t.Errorf("decisions %q, want %q", got, want)
 	}
 	planFiles(t, dir, map[string]int{"work/raw.csv": 1, "work/clean.csv": 2, "work/plot.png": 3})
-	if err := os.WriteFile(filepath.Join(dir, "flows", ".wf.yaml.poolrun-state"), []byte(`{"version":2,"jobs":{"clean":{"command":"`+hashOf("x")+`","status":"failed"}}}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "flows", ".wf.yaml.poolrun-state"), []byte(`{"version":3,"jobs":{"clean":{"command":"`+hashOf("x")+`","status":"failed"},"plot":{"command":"`+hashOf("x")+`"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if p, err = execflow.NewPlan(wf, execflow.PlanOptions{}); err != nil {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // This file keeps a workflow's state file up to date while it runs: which
@@ -72,19 +74,33 @@ func (p *Plan) Recorder() engine.Option {
 		if e.Kind != engine.JobStatus || e.Func != funcName || r == nil {
 			return
 		}
-		var status string
-		switch {
-		case e.New == engine.Succeeded:
-		case e.New == engine.Failed || e.New == engine.Aborted:
-			status = endStatus(e.Err)
-		default:
-			return
-		}
 		i, ok := p.byID[e.Labels[LabelID]]
 		if !ok || len(p.Decisions[i].Job.Outputs) == 0 {
 			return
 		}
-		r.set(p.Decisions[i].Job.ID, jobState{Command: commandHash(p.Decisions[i].Job.Run), Status: status})
+		j := p.Decisions[i].Job
+		rec := jobState{Command: commandHash(j.Run), Made: p.state.Jobs[j.ID].Made}
+		switch {
+		case e.New == engine.Succeeded:
+			// What it made, once Queue has returned the jobs; before
+			// that, a job with output patterns is left started, and Save
+			// records it.
+			rec.Made = nil
+			if slices.ContainsFunc(j.Outputs, workflow.IsPattern) {
+				rec.Status = statusStarted
+			}
+			if jobs := p.jobs.Load(); jobs != nil {
+				if job := (*jobs)[j.ID]; job != nil {
+					res, _ := job.Result()
+					rec.Made, rec.Status = res.Outputs, ""
+				}
+			}
+		case e.New == engine.Failed || e.New == engine.Aborted:
+			rec.Status = endStatus(e.Err)
+		default:
+			return
+		}
+		r.set(j.ID, rec)
 	})
 }
 
@@ -139,7 +155,8 @@ func (r *recorder) end() {
 
 // Save records in the state file, once the pool's Run has returned, what
 // the run made: every job with outputs that succeeded or was skipped is
-// done (with its command), every job that ran and failed (or whose
+// done (with its command, and the files it made: [Result.Outputs] of a
+// success, what the file said of a skipped job), every job that ran and failed (or whose
 // worker died) failed, every job that the run's interruption stopped
 // (its error is context.Canceled) or that was still running started; it
 // keeps what it knew of the jobs that
@@ -169,9 +186,13 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 			st = job.Status()
 			ran = len(job.Attempts()) > 0
 		}
-		done := jobState{Command: commandHash(j.Run)}
+		done := jobState{Command: commandHash(j.Run), Made: old.Made}
 		switch {
-		case st == engine.Succeeded || st == engine.Skipped:
+		case st == engine.Succeeded:
+			res, _ := jobs[j.ID].Result()
+			done.Made = res.Outputs
+			next.Jobs[j.ID] = done
+		case st == engine.Skipped:
 			next.Jobs[j.ID] = done
 		case ran && (st == engine.Failed || st == engine.Aborted):
 			_, err := jobs[j.ID].Result()

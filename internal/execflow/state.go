@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/regfile"
@@ -18,8 +19,9 @@ import (
 // job's outputs were made by.
 
 // stateVersion is the version of the state file's format, its "version"
-// field. Version 1 had no status: its records are read as done.
-const stateVersion = 2
+// field. Version 1 had no status: its records are read as done. Version 2
+// had no made: a job with output patterns recorded there is not done.
+const stateVersion = 3
 
 // maxStateSize bounds the size of a state file that a [Plan] reads: 64 MiB,
 // some 600 bytes for each of workflow.MaxJobs jobs.
@@ -32,11 +34,14 @@ func stateFile(path string) string { return workflow.StateFile(path) }
 
 // state is the content of a state file, in JSON:
 //
-//	{"version": 2, "jobs": {"ID": {"command": "HASH", "status": "started"}, ...}}
+//	{"version": 3, "jobs": {"ID": {"command": "HASH", "status": "started", "made": ["out/a.txt"]}, ...}}
 //
 // HASH is [commandHash] of the job's command. A record without status says
 // that the job's outputs are done: that command made them, as the job last
-// succeeded (or was found up to date). "started" says that a run began the
+// succeeded (or was found up to date). made lists the files the job made
+// that its output patterns match (Result.Outputs), relative to the
+// working folder: a job's output paths are its own by their declaration,
+// a file its patterns match is its own only when listed there. "started" says that a run began the
 // job and did not see it end (it was cut off), "failed" that the job's
 // last run failed: either way what its outputs hold is not done.
 type state struct {
@@ -47,7 +52,8 @@ type state struct {
 // jobState is what the state file holds of one job.
 type jobState struct {
 	Command string `json:"command"`
-	Status  string `json:"status,omitempty"` // "", statusStarted or statusFailed
+	Status  string   `json:"status,omitempty"` // "", statusStarted or statusFailed
+	Made    []string `json:"made,omitempty"`
 }
 
 // The statuses of a job that is not done.
@@ -86,8 +92,8 @@ func readState(path string) (*state, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, bad(err.Error())
 	}
-	if st.Version != 1 && st.Version != stateVersion {
-		return nil, bad(fmt.Sprintf("version %d, want 1 or %d", st.Version, stateVersion))
+	if st.Version < 1 || st.Version > stateVersion {
+		return nil, bad(fmt.Sprintf("version %d, want 1 to %d", st.Version, stateVersion))
 	}
 	for id, rec := range st.Jobs {
 		if st.Version == 1 && rec.Status != "" || rec.Status != "" && rec.Status != statusStarted && rec.Status != statusFailed {
@@ -100,7 +106,9 @@ func readState(path string) (*state, error) {
 
 // equal reports whether s and t hold the same records.
 func (s *state) equal(t *state) bool {
-	return maps.Equal(s.Jobs, t.Jobs)
+	return maps.EqualFunc(s.Jobs, t.Jobs, func(a, b jobState) bool {
+		return a.Command == b.Command && a.Status == b.Status && slices.Equal(a.Made, b.Made)
+	})
 }
 
 // writeState writes st to the state file at path atomically: into a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/poolrun/poolrun/internal/workflow"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,6 +66,24 @@ const (
 	// ".err" it stays within the 255 bytes of a file name.
 	maxLogName = 200
 )
+
+// checkLogClaims refuses a workflow with an output that could name a job's
+// log file in dir (Stdio.LogDir; "" for none), or the folder itself: a
+// failed job's outputs are removed, and a log is no job's output.
+func checkLogClaims(wf *workflow.Workflow, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	names := make([]string, 0, 2*len(wf.Jobs))
+	for _, j := range wf.Jobs {
+		n := logName(j.ID)
+		names = append(names, n+".out", n+".err")
+	}
+	if j, o := wf.Claims(dir, names...); j != nil {
+		return fmt.Errorf("execflow: %s:%d: job %q: outputs %q can match the jobs' logs in %s (the log folder): a log is no job's output", wf.File, j.Line, j.ID, o, dir)
+	}
+	return nil
+}
 
 // logName returns the name of job id's log files in [Stdio.LogDir],
 // before their ".out" and ".err": id itself when it is safe as a file

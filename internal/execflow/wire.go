@@ -17,7 +17,7 @@ import (
 // types and not here fails it. A job's Result crosses back the same way.
 
 // argVersion is the first byte of an encoded execArg.
-const argVersion = 1
+const argVersion = 2
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (a execArg) MarshalBinary() ([]byte, error) {
@@ -48,7 +48,9 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 	if o := a.Outputs; o != nil {
 		e.str(o.Dir.Abs)
 		e.str(o.Dir.Shown)
+		e.str(o.Root)
 		e.strs(o.List)
+		e.strs(o.Made)
 		e.strs(o.Protect)
 	}
 	return e.b, nil
@@ -88,7 +90,9 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 		o := &outputs{}
 		o.Dir.Abs = d.str()
 		o.Dir.Shown = d.str()
+		o.Root = d.str()
 		o.List = d.strs()
+		o.Made = d.strs()
 		o.Protect = d.strs()
 		a.Outputs = o
 	}
@@ -203,7 +207,7 @@ func (d *decoder) bool() bool {
 }
 
 // resultVersion is the first byte of an encoded Result.
-const resultVersion = 2
+const resultVersion = 3
 
 // MarshalBinary implements encoding.BinaryMarshaler, so that a job's
 // result crosses from its worker without gob (see execArg's).
@@ -214,6 +218,7 @@ func (r Result) MarshalBinary() ([]byte, error) {
 	e.str(r.Stderr)
 	e.int(int(r.Duration))
 	e.int(int(r.PeakRSS))
+	e.strs(r.Outputs)
 	return e.b, nil
 }
 
@@ -223,7 +228,7 @@ func (r *Result) UnmarshalBinary(data []byte) error {
 		return errors.New("execflow: job result of another version")
 	}
 	d := decoder{b: data[1:]}
-	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int()), PeakRSS: int64(d.int())}
+	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int()), PeakRSS: int64(d.int()), Outputs: d.strs()}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}

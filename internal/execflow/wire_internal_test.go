@@ -153,7 +153,7 @@ func TestResultBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got Result
-		if err := got.UnmarshalBinary(data); err != nil || got != r {
+		if err := got.UnmarshalBinary(data); err != nil || !reflect.DeepEqual(got, r) {
 			t.Errorf("round trip: %+v, %v; want %+v", got, err, r)
 		}
 		for i := range len(data) {

@@ -248,3 +248,13 @@ func (p *parser) matchesOwn(parts []string, path string) bool {
 	}
 	return true
 }
+
+// Matches reports whether path matches pattern part by part, as [Glob]
+// matches files: names that begin with a dot only where the pattern's
+// part does. A pattern without pattern characters matches itself alone.
+func Matches(pattern, path string) bool {
+	if !IsPattern(pattern) {
+		return filepath.Clean(pattern) == filepath.Clean(path)
+	}
+	return matchPath(filepath.Clean(pattern), filepath.Clean(path))
+}

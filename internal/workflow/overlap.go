@@ -214,39 +214,53 @@ func patternsMeet(a, b string) bool {
 	return true
 }
 
-// OutputClaiming returns the job whose outputs could name the file or
-// folder at path (absolute, or relative to the working folder), and that
-// output: an output path that is path or a folder above it, or a pattern
-// that can match path or a folder above it. With inside set it also
-// counts an output that lies inside the folder path (a log folder:
-// nothing in it may be a job's). It returns nil when no output could.
-func (w *Workflow) OutputClaiming(path string, inside bool) (*Job, string) {
-	if !filepath.IsAbs(path) && w.Dir != "" {
-		path = filepath.Join(w.Dir, path)
+// Claims returns the job whose outputs could name the folder dir (absolute,
+// or relative to the working folder), a folder above it, or a file in it
+// with one of names, and that output; nil when none could. poolrun's own
+// files (logs, reports, join files) must not be any job's.
+func (w *Workflow) Claims(dir string, names ...string) (*Job, string) {
+	if !filepath.IsAbs(dir) && w.Dir != "" {
+		dir = filepath.Join(w.Dir, dir)
 	}
-	path = filepath.Clean(path)
+	dir = filepath.Clean(dir)
+	named := make(map[string]bool, len(names))
+	for _, n := range names {
+		named[n] = true
+	}
 	sep := string(filepath.Separator)
+	depth := strings.Count(dir, sep)
+	if dir == sep {
+		depth = 0
+	}
 	for _, j := range w.Jobs {
 		for _, o := range j.Outputs {
-			var k string
-			switch {
-			case filepath.IsAbs(o) || w.Dir == "":
-				k = filepath.Clean(o)
-			case IsPattern(o):
-				k = EscapePattern(w.Dir) + sep + o
-			default:
-				k = filepath.Join(w.Dir, o)
-			}
 			if !IsPattern(o) {
-				if k == path || strings.HasPrefix(path, k+sep) || inside && strings.HasPrefix(k, path+sep) {
+				k := o
+				if !filepath.IsAbs(o) && w.Dir != "" {
+					k = filepath.Join(w.Dir, o)
+				}
+				k = filepath.Clean(k)
+				if k == dir || strings.HasPrefix(dir, k+sep) || filepath.Dir(k) == dir && named[filepath.Base(k)] {
 					return j, o
 				}
 				continue
 			}
-			n := strings.Count(path, sep)
-			if strings.Count(k, sep) <= n || inside {
-				if patternsMeet(k, path) {
+			k := o
+			if !filepath.IsAbs(o) && w.Dir != "" {
+				k = EscapePattern(w.Dir) + sep + o
+			}
+			k = filepath.Clean(k)
+			switch parts := strings.Count(k, sep); {
+			case parts <= depth:
+				if patternsMeet(k, dir) { // dir, or a folder above it
 					return j, o
+				}
+			case parts == depth+1 && patternsMeet(k, dir):
+				last := k[strings.LastIndex(k, sep)+1:]
+				for _, n := range names {
+					if matchName(last, n) {
+						return j, o
+					}
 				}
 			}
 		}

@@ -107,12 +107,12 @@ jobs:
 	}
 }
 
-// OutputClaiming finds the output that could name a path, or, for a
-// folder, what lies in it.
-func TestOutputClaiming(t *testing.T) {
+// Claims finds the output that could name a file in a folder, the
+// folder, or a folder above it.
+func TestClaims(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "wf.yaml")
-	const text = "jobs:\n  - id: a\n    run: x\n    outputs: [\"*.err\", out/a.txt]\n"
+	const text = "jobs:\n  - id: a\n    run: x\n    outputs: [\"*.err\", out/a.txt, \"logs/*/x\", build]\n"
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -121,26 +121,25 @@ func TestOutputClaiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		path   string
-		inside bool
-		want   string
+		dir   string
+		names []string
+		want  string
 	}{
-		{"b.err", false, "*.err"},
-		{"logs/b.err", false, ""},
-		{".", true, "*.err"},
-		{"out", true, "out/a.txt"},
-		{"out", false, ""},
-		{"out/a.txt/x", false, "out/a.txt"},
-		{"report.json", false, ""},
-		{filepath.Join(dir, "x.err"), false, "*.err"},
+		{".", []string{"b.err"}, "*.err"},
+		{".", []string{"b.out", "report.json"}, ""},
+		{"logs", []string{"b.err"}, ""},
+		{"out", []string{"a.txt"}, "out/a.txt"},
+		{"out", []string{"b.txt"}, ""},
+		{"out/a.txt", nil, "out/a.txt"},
+		{"logs/j", []string{"x"}, "logs/*/x"},
+		{"logs/j", []string{"y"}, ""},
+		{"build/logs", []string{"y"}, "build"},
+		{dir, []string{"x.err"}, "*.err"},
 	}
 	for _, tt := range tests {
-		j, o := w.OutputClaiming(tt.path, tt.inside)
+		j, o := w.Claims(tt.dir, tt.names...)
 		if o != tt.want || (j != nil) != (tt.want != "") {
-			t.Errorf("OutputClaiming(%q, %v) = %v %q, want %q", tt.path, tt.inside, j, o, tt.want)
-		}
-		if tt.want != "" && !strings.Contains(j.ID, "a") {
-			t.Errorf("OutputClaiming(%q): job %q", tt.path, j.ID)
+			t.Errorf("Claims(%q, %q) = %v %q, want %q", tt.dir, tt.names, j, o, tt.want)
 		}
 	}
 }
