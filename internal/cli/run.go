@@ -150,30 +150,43 @@ cycle through them is an error, FILE:LINE, as one through after: is:
       outputs: ["plot-${k}.png"]
 
 A job is skipped (status "skipped"; the jobs after it go on as after a
-success) when its outputs all exist, none is older than its inputs or than
-the outputs of the jobs it runs after, and its command is the one that made
-them: poolrun keeps the commands' hashes in a state file beside the
-workflow, .FILE.poolrun-state. Otherwise it runs: an output is missing, an
-input is missing or newer, its command changed, or a job it runs after
-runs. A job without outputs always runs. This is decided before anything
-runs, in the order of the jobs. --force runs every job anyway, --force
-JOB-GLOB (repeatable, or comma-separated) those whose ids match.
+success) when a run of its command made its outputs, they all exist, and
+none is older than its inputs or than the outputs of the jobs it runs
+after: poolrun keeps, in a state file beside the workflow
+(.FILE.poolrun-state), each job's command hash and the files its output
+globs matched that it made. A job's outputs are those files and its
+output paths, never whatever else a glob matches: a hand-written file
+beside them neither makes the job look done nor is removed. Otherwise it
+runs: it never ran here ("output X exists, but no run of this job is
+recorded as making it"), an output is missing, an input is missing or
+newer, its command changed, or a job it runs after runs. A job without
+outputs always runs. This is decided before anything runs, in the order
+of the jobs. --force runs every job anyway, --force JOB-GLOB (repeatable,
+or comma-separated) those whose ids match.
 
-Outputs must lie inside the working folder: one that resolves elsewhere
-(../x, /x, or ${d}/x with an empty d), or that could match the workflow
-file, its state file or a .git folder, is refused before anything
-runs (FILE:LINE, exit status 2). A pattern matches names that begin with a
-dot only where it says so (.*). When a job fails or is interrupted, poolrun
+Outputs must lie inside the working folder, also once symbolic links are
+followed: one that resolves elsewhere (../x, /x, ${d}/x with an empty d,
+or through a link), or that could match the workflow file, its state file
+or a .git folder, is refused before anything runs (FILE:LINE, exit status
+2); so is workdir: /. So are outputs that could name one file for two
+jobs (out/*.txt and out/b.txt), an output glob that could match an input
+no job makes (a source; unless the job that reads it runs after the
+glob's), and outputs that could match the job logs of --log-dir,
+--report or --join-file. A pattern matches names that begin with a dot
+only where it says so (.*). When a job fails or is interrupted, poolrun
 removes what its command wrote of its outputs (make's .DELETE_ON_ERROR):
-the files it created or changed and the folders it created, never what was
-there before and is as it was; the message and the report name what was
-removed. A command that exits 0 leaving an output as it was (cp -p, a make
-with nothing to do) succeeds; one that exits 0 with an output missing
-fails. Before the first job runs, the state file records the jobs about to
-run as begun, and a job as done only once it has succeeded: a run that is
-cut off (kill -9, a power cut) leaves no job looking done, and the next run
-runs them again ("incomplete (the last run was cut off)"), as it does a job
-that failed. A job whose worker died keeps what it wrote until then.
+its output paths where it created or changed them, the files its globs
+match that it created, or made before and changed, and the folders it
+created; never a file that was there before and is not the job's,
+whatever happened to it. The message and the report name what was
+removed. A command that exits 0 leaving an output as it was (cp -p, a
+make with nothing to do) succeeds; one that exits 0 with an output
+missing, or a glob matching none of its files, fails. Before the first
+job runs, the state file records the jobs about to run as begun, and a
+job as done only once it has succeeded: a run that is cut off (kill -9, a
+power cut) leaves no job looking done, and the next run runs them again
+("incomplete (the last run was cut off)"), as it does a job that failed.
+A job whose worker died keeps what it wrote until then.
 
 One run of a workflow at a time: a second poolrun run of the same file
 refuses, naming the first one's pid, or with --wait waits for it to end.

@@ -114,10 +114,11 @@
 // Dir, whatever [Options.Dir] is; poolrun run gives that folder as
 // Options.Dir too) make a run incremental, as make's. [NewPlan] decides,
 // before anything runs and in the workflow's order, which jobs run and why
-// ([Decision], [Reason]), and which are skipped: those whose outputs all
-// exist, none older than their inputs or than the outputs of the jobs they
-// run after, whose command is the one that made their outputs, and that
-// run after no job that runs. A job without outputs always runs, and
+// ([Decision], [Reason]), and which are skipped: those that the state file
+// records as the makers of their outputs, whose outputs all exist, none
+// older than their inputs or than the outputs of the jobs they run after,
+// whose command is the one that made their outputs, and that run after no
+// job that runs. A job without outputs always runs, and
 // [PlanOptions.Force] names jobs that run whatever their files say.
 // [Plan.WriteText] and [Plan.WriteDot] show a plan; [Queue] with
 // [Options.Plan] queues the jobs it skips with engine.Skip, so that they
@@ -125,8 +126,13 @@
 //
 // The commands that made the outputs are known from the workflow's state
 // file, stateFile: ".NAME.poolrun-state" beside the workflow file NAME, a
-// small JSON file that maps each job id to a hash of its command and says
-// whether its outputs are done. [Plan.Begin], before anything runs,
+// small JSON file that maps each job id to a hash of its command, says
+// whether its outputs are done, and lists the files it made that its
+// output patterns match ([Result.Outputs]). A job's outputs are its
+// output paths and those files, never whatever else a pattern matches: a
+// job the file does not record as their maker runs ([NotMade]), so a
+// job that never ran is never done, and a file beside its outputs that
+// it did not make is neither its output nor removed. [Plan.Begin], before anything runs,
 // records every job with outputs that the plan runs as started; the pool
 // option [Plan.Recorder] records each as done once it succeeds, or as
 // failed, while the run goes on; [Plan.Save] writes what the run made once
@@ -146,25 +152,35 @@
 // A job's worker checks its declared outputs right after the command, in
 // [Queue]'s registered function. Before the command it notes what the
 // outputs stand for (modification time, size, inode). When the command
-// exits 0, an output that is missing, or a pattern that matches nothing,
-// fails the job with an error that names it (errOutputNotWritten); an
-// output that is as it was is made (cp -p, a make with nothing to do).
-// When the command fails, is killed, or is stopped because the job was
-// cancelled, timed out or the pool was interrupted, or when an output is
-// missing, the worker removes what the command wrote of the outputs
-// (make's .DELETE_ON_ERROR): every file that was not there before or has
-// changed since, and every folder that was not there before, with what it
-// holds; a file as it was, and a folder that was there, stay. The job's
-// error then ends with a line that names what was removed. Doing it in
+// exits 0, an output path where there is nothing, or a pattern that
+// matches no file of the job's (one the command created or changed, or
+// one the state file records as the job's), fails the job with an error
+// that names it (errOutputNotWritten); an output that is as it was is
+// made (cp -p, a make with nothing to do). The files of the job's that
+// its patterns match become [Result.Outputs]. When the command fails, is
+// killed, or is stopped because the job was cancelled, timed out or the
+// pool was interrupted, or when an output is missing, the worker removes
+// what the command wrote of the outputs (make's .DELETE_ON_ERROR): every
+// file at an output path or recorded as the job's that was not there
+// before or has changed since, every other file a pattern matches that
+// was not there before, and every folder that was not there before, with
+// what it holds; a file as it was, a folder that was there, and a file
+// that was there before and is not the job's stay, whatever happened to
+// it (a user who saved a source that the pattern matches keeps the
+// edit). The job's error then ends with a line that names what was
+// removed. Doing it in
 // the worker means that a job is never seen Failed with what it
 // half-wrote still there, and that the check can fail the job, which the
 // pool's process, learning of the job's end after its dependents may
 // have started, could not. A worker that dies under its job cannot clean
 // up, and nobody else knows what it wrote: its outputs are left, and the
 // state file says the job failed. Outputs lie inside the workflow's
-// folder (package workflow refuses others), and the workflow file, its
-// state file, the working folder and the folders above them are never
-// removed.
+// working folder, also once symbolic links are followed (package
+// workflow refuses others, and the worker neither takes for an output
+// nor removes a file whose folder resolves elsewhere), and the workflow
+// file, its state file, the working folder and the folders above them
+// are never removed. [Prepare] refuses outputs that could match a job's
+// log file in [Stdio.LogDir].
 //
 // # Items
 //

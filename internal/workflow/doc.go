@@ -222,12 +222,22 @@
 // A failed job's outputs are removed (those its command wrote), so an
 // output must lie inside the working folder, below it: an output that
 // resolves elsewhere once variables are in ("../x", "/out/*", or
-// "${d}/out/*" with an empty d), that is the folder itself, that would
+// "${d}/out/*" with an empty d) or once the symbolic links of its folder
+// are followed, that is the folder itself, that would
 // match the workflow file or poolrun's own files beside it ([StateFile],
 // [LockFile]; also when a workdir above the workflow's folder holds them),
 // or that would reach into a .git folder is refused, with the path it
-// resolves to. Two jobs must not declare the same output path, once both
-// are made absolute and cleaned (patterns are not compared).
+// resolves to. The root folder cannot be the working folder.
+//
+// A file is the output of one job at most, and never a source: Parse
+// refuses, with the lines of both, two jobs whose outputs could name
+// the same file (the same path; a pattern that can match another's path
+// or pattern, compared part by part, so that out/*.txt meets out/b-* and
+// out/a/* does not meet out/b/*; a path or pattern inside another's
+// folder output), and an output pattern that can match an input path
+// that no job makes, unless the job that reads it runs after the
+// pattern's (it then reads what that job makes). [Workflow.Claims] finds
+// an output that could name one of poolrun's own files (a log, a report).
 //
 // # Inferred dependencies
 //
@@ -280,9 +290,10 @@
 // items with the same environment variable; a duplicate job id (naming the
 // line of the first); after naming an unknown job or a pattern matching
 // none; needs naming an unknown item; a malformed pattern in inputs or
-// outputs; an output outside the working folder, or that could match
-// the workflow file, its state or lock file or a .git folder; an
-// output path that another job declares too; a dependency cycle (naming its path,
+// outputs; an output outside the working folder (links followed), or
+// that could match the workflow file, its state or lock file or a .git
+// folder; outputs of two jobs that could name one file, or an output
+// pattern that could match a source; workdir: /; a dependency cycle (naming its path,
 // a -> b (FILE:LINE) -> a, where each job runs after the next, with the
 // line of each job other than the first, whose line the error has, and
 // the input that makes each inferred dependency of the path); a bad foreach (not a
