@@ -150,8 +150,8 @@ type Plan struct {
 	rec       atomic.Pointer[recorder] // set by Begin, until Save
 	// jobs are the plan's jobs on the pool, once [Batch.Queue] queued
 	// them: the recorder reads what a job made from its result.
-	jobs atomic.Pointer[map[string]*engine.Job[Result]]
-	begun     bool
+	jobs  atomic.Pointer[map[string]*engine.Job[Result]]
+	begun bool
 }
 
 // NewPlan decides, for each job of wf in order, whether a run runs it:

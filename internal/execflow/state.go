@@ -51,7 +51,7 @@ type state struct {
 
 // jobState is what the state file holds of one job.
 type jobState struct {
-	Command string `json:"command"`
+	Command string   `json:"command"`
 	Status  string   `json:"status,omitempty"` // "", statusStarted or statusFailed
 	Made    []string `json:"made,omitempty"`
 }
