@@ -52,8 +52,11 @@ type parser struct {
 	globals map[string]string // vars: with Options.Set over it; nil if none
 	varLine map[string]int    // line of each name of vars:; 0 for one of --set alone
 	workdir string            // absolute working folder; "" if unknown
-	// resolved holds folders with their links followed (files.go).
-	resolved map[string]string
+	// made holds the jobs' output paths, as infer found them.
+	made outputKeys
+	// resolved holds folders with their links followed, and outsideWhy
+	// what resolvedOutside said of each folder (files.go).
+	resolved, outsideWhy map[string]string
 }
 
 // memoed is what a read of an anchored node gave.

@@ -181,6 +181,20 @@ func (p *parser) resolvedOutside(parts []string, where string) string {
 		}
 	}
 	dir := filepath.Join(append([]string{p.workdir}, parts[:n]...)...)
+	why, known := p.outsideWhy[dir]
+	if !known {
+		why = p.linkedOutside(dir, filepath.Join(parts[:n]...), root, where)
+		if p.outsideWhy == nil {
+			p.outsideWhy = make(map[string]string)
+		}
+		p.outsideWhy[dir] = why
+	}
+	return why
+}
+
+// linkedOutside is resolvedOutside for the folder dir (absolute; rel
+// relative to the working folder, whose links followed are root).
+func (p *parser) linkedOutside(dir, rel, root, where string) string {
 	var rest []string
 	for dir != p.workdir {
 		if _, err := os.Lstat(dir); err == nil {
@@ -195,7 +209,7 @@ func (p *parser) resolvedOutside(parts []string, where string) string {
 	}
 	if r, err := filepath.Rel(root, real); err != nil || outside(r) {
 		shown := filepath.Join(append([]string{real}, rest...)...)
-		return fmt.Sprintf("its folder %s is %s once links are followed, outside %s %s: outputs must lie inside it", filepath.Join(parts[:n]...), shown, where, root)
+		return fmt.Sprintf("its folder %s is %s once links are followed, outside %s %s: outputs must lie inside it", rel, shown, where, root)
 	}
 	return ""
 }

@@ -55,10 +55,11 @@ func (p *parser) infer(jobs []*job, deps [][]int) []map[int]string {
 			}
 		}
 	}
+	slices.Sort(keys)
+	p.made = outputKeys{producer, keys} // for overlaps
 	if len(producer) == 0 {
 		return nil
 	}
-	slices.Sort(keys)
 	budget := matchBudget
 	matched := make(map[string][]int) // input pattern key -> the jobs whose outputs it matches
 	inferred := make([]map[int]string, len(jobs))

@@ -28,46 +28,58 @@ type claim struct {
 	fixed string // key up to its first pattern character: every match begins with it
 }
 
+// outputKeys are the output paths of a workflow's jobs, by key (see
+// claim): the job of each, and the keys sorted.
+type outputKeys struct {
+	job    map[string]int
+	sorted []string
+}
+
 // overlaps reports every pair of jobs whose outputs overlap, and every
 // output pattern that matches an input that no job makes unless the job
 // that reads it runs after the pattern's (deps, as resolve has them, the
 // inferred ones included): the reader then reads what that job makes.
-// It stops at a limit (p.stop).
+// The output paths are p.made, as infer found them. It stops at a limit
+// (p.stop).
 func (p *parser) overlaps(jobs []*job, deps [][]int) {
-	var lits, pats []claim
-	byPath := make(map[string]int) // literal output key -> index in lits
+	byPath := p.made.job
+	var pats []claim
 	for i, j := range jobs {
 		for _, t := range j.outputs {
 			if IsPattern(t.s) {
 				k := p.patternKey(t.s)
 				pats = append(pats, claim{job: i, text: t, key: k, fixed: fixedPart(k)})
-				continue
-			}
-			k := p.pathKey(t.s)
-			if _, dup := byPath[k]; !dup { // a duplicate is reported by expand
-				byPath[k] = len(lits)
-				lits = append(lits, claim{job: i, text: t, key: k, fixed: k})
 			}
 		}
 	}
-	if len(lits)+len(pats) == 0 {
-		return
-	}
 	sep := string(filepath.Separator)
+	// lit returns the claim of the output path k.
+	lit := func(k string) claim {
+		i := byPath[k]
+		for _, t := range jobs[i].outputs {
+			if !IsPattern(t.s) && p.pathKey(t.s) == k {
+				return claim{job: i, text: t, key: k, fixed: k}
+			}
+		}
+		return claim{job: i, key: k, fixed: k}
+	}
 	at := func(c claim) string {
 		return fmt.Sprintf("outputs %q of job %q (%s:%d)", c.text.s, jobs[c.job].ID, p.file, c.text.line)
 	}
 	report := func(c, other claim, how string) {
 		p.fail(c.text.line, "job %q: outputs %q %s %s: a file may be the output of one job only", jobs[c.job].ID, c.text.s, how, at(other))
 	}
-	// A literal output inside another's folder.
-	for _, c := range lits {
-		for d := filepath.Dir(c.key); d != sep && d != "."; d = filepath.Dir(d) {
-			if k, ok := byPath[d]; ok && lits[k].job != c.job {
-				report(c, lits[k], "lies inside")
+	// An output path inside another's folder.
+	for _, k := range p.made.sorted {
+		for d := filepath.Dir(k); d != sep && d != "."; d = filepath.Dir(d) {
+			if i, ok := byPath[d]; ok && i != byPath[k] {
+				report(lit(k), lit(d), "lies inside")
 				break
 			}
 		}
+	}
+	if len(pats) == 0 {
+		return
 	}
 	budget := matchBudget
 	spend := func(c claim) bool {
@@ -77,24 +89,27 @@ func (p *parser) overlaps(jobs []*job, deps [][]int) {
 		p.limit(c.text.line, "job %q: outputs %q: the output patterns of this workflow take too long to compare; give them a fixed start, as in \"out/chunk-*\"", jobs[c.job].ID, c.text.s)
 		return false
 	}
-	sortClaims(lits)
 	slices.SortFunc(pats, func(a, b claim) int { return strings.Compare(a.fixed, b.fixed) })
 	for a, c := range pats {
-		// Literal outputs that begin with its fixed part: it may match
+		// Output paths that begin with its fixed part: it may match
 		// them, or a folder above them.
-		for _, l := range from(lits, c.fixed) {
+		sorted := p.made.sorted
+		for _, k := range sorted[sort.SearchStrings(sorted, c.fixed):] {
+			if !strings.HasPrefix(k, c.fixed) {
+				break
+			}
 			if !spend(c) {
 				return
 			}
-			if l.job != c.job && patternsMeet(c.key, l.key) {
-				report(c, l, "can match")
+			if byPath[k] != c.job && patternsMeet(c.key, k) {
+				report(c, lit(k), "can match")
 				break
 			}
 		}
-		// Literal folders above what it matches.
+		// Output paths that are folders above what it matches.
 		for d := filepath.Dir(c.fixed + "x"); d != sep && d != "."; d = filepath.Dir(d) {
-			if k, ok := byPath[d]; ok && lits[k].job != c.job {
-				report(c, lits[k], "can match files inside")
+			if i, ok := byPath[d]; ok && i != c.job {
+				report(c, lit(d), "can match files inside")
 				break
 			}
 		}
@@ -113,24 +128,25 @@ func (p *parser) overlaps(jobs []*job, deps [][]int) {
 			}
 		}
 	}
-	p.sources(jobs, deps, lits, pats, byPath, spend)
+	p.sources(jobs, deps, pats, byPath, spend)
 }
 
 // sources reports the output patterns that match a source: an input path
 // that is no job's output nor lies inside one, read by a job that does
-// not run after the pattern's.
-func (p *parser) sources(jobs []*job, deps [][]int, lits, pats []claim, byPath map[string]int, spend func(claim) bool) {
+// not run after the pattern's. A pattern can match a path only if the
+// folder its fixed part names is the path's folder or one above it: the
+// patterns are found by those folders.
+func (p *parser) sources(jobs []*job, deps [][]int, pats []claim, byPath map[string]int, spend func(claim) bool) {
 	if len(pats) == 0 {
 		return
 	}
-	type source struct {
-		key    string
-		in     string
-		reader int
-	}
-	var srcs []source
-	seen := make(map[string]bool)
 	sep := string(filepath.Separator)
+	byDir := make(map[string][]int) // the folder of a pattern's fixed part -> indexes in pats
+	for n, c := range pats {
+		d := filepath.Dir(c.fixed + "x")
+		byDir[d] = append(byDir[d], n)
+	}
+	reported := make([]bool, len(pats))
 	for i, j := range jobs {
 	inputs:
 		for _, in := range j.Inputs {
@@ -143,51 +159,32 @@ func (p *parser) sources(jobs []*job, deps [][]int, lits, pats []claim, byPath m
 					continue inputs
 				}
 			}
-			if !seen[k+"\x00"+j.ID] {
-				seen[k+"\x00"+j.ID] = true
-				srcs = append(srcs, source{k, in, i})
+			for d := filepath.Dir(k); ; d = filepath.Dir(d) {
+				for _, n := range byDir[d] {
+					c := pats[n]
+					if reported[n] || !strings.HasPrefix(k, c.fixed) || strings.Count(c.key, sep) > strings.Count(k, sep) {
+						continue // a deeper pattern matches what is in a source folder, not its files
+					}
+					if !spend(c) {
+						return
+					}
+					if !patternsMeet(c.key, k) || i != c.job && slices.Contains(deps[i], c.job) {
+						continue
+					}
+					reported[n] = true
+					what := fmt.Sprintf("input %q of job %q (%s:%d)", in, j.ID, p.file, j.Line)
+					hint := fmt.Sprintf("; if %q reads what %q makes, write after: [%q]", j.ID, jobs[c.job].ID, jobs[c.job].ID)
+					if i == c.job {
+						what, hint = fmt.Sprintf("its own input %q", in), "; name the files it makes instead"
+					}
+					p.fail(c.text.line, "job %q: outputs %q can match %s, a file that no job makes: a job's outputs may not include a source%s", jobs[c.job].ID, c.text.s, what, hint)
+				}
+				if d == sep || d == "." {
+					break
+				}
 			}
 		}
 	}
-	slices.SortFunc(srcs, func(a, b source) int { return strings.Compare(a.key, b.key) })
-	for _, c := range pats {
-		start := sort.Search(len(srcs), func(n int) bool { return srcs[n].key >= c.fixed })
-		for _, s := range srcs[start:] {
-			if !strings.HasPrefix(s.key, c.fixed) {
-				break
-			}
-			if !spend(c) {
-				return
-			}
-			deeper := strings.Count(c.key, sep) > strings.Count(s.key, sep) // inside a source folder: not the folder's files
-			if deeper || !patternsMeet(c.key, s.key) || s.reader != c.job && slices.Contains(deps[s.reader], c.job) {
-				continue
-			}
-			reader := jobs[s.reader]
-			what := fmt.Sprintf("input %q of job %q (%s:%d)", s.in, reader.ID, p.file, reader.Line)
-			hint := fmt.Sprintf("; if %q reads what %q makes, write after: [%q]", reader.ID, jobs[c.job].ID, jobs[c.job].ID)
-			if s.reader == c.job {
-				what, hint = fmt.Sprintf("its own input %q", s.in), "; name the files it makes instead"
-			}
-			p.fail(c.text.line, "job %q: outputs %q can match %s, a file that no job makes: a job's outputs may not include a source%s", jobs[c.job].ID, c.text.s, what, hint)
-			break
-		}
-	}
-}
-
-// sortClaims sorts literal claims by key.
-func sortClaims(c []claim) {
-	slices.SortFunc(c, func(a, b claim) int { return strings.Compare(a.key, b.key) })
-}
-
-// from returns the claims of sorted whose keys begin with prefix.
-func from(sorted []claim, prefix string) []claim {
-	start := sort.Search(len(sorted), func(n int) bool { return sorted[n].key >= prefix })
-	end := start
-	for end < len(sorted) && strings.HasPrefix(sorted[end].key, prefix) {
-		end++
-	}
-	return sorted[start:end]
 }
 
 // fixedPart returns the start of the pattern key k before its first
