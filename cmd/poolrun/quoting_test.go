@@ -140,8 +140,8 @@ jobs:
 	}
 }
 
-// A value that poolrun cannot quote where it stands is refused before
-// anything runs: FILE:LINE, exit status 2.
+// A NUL byte in a command, and a value that poolrun cannot quote where
+// it stands, are refused before anything runs: FILE:LINE, exit status 2.
 func TestRunCommandRefused(t *testing.T) {
 	cases := []struct {
 		name string
@@ -149,6 +149,12 @@ func TestRunCommandRefused(t *testing.T) {
 		args []string // after "run"
 		want string
 	}{
+		{"NUL in the command", "jobs:\n  - id: a\n    run: \"touch ran-a; echo a\\0b\"\n", nil,
+			`wf.yaml:3: job "a": run: the command holds a NUL byte, which no command can take`},
+		{"NUL from vars", "vars:\n  v: \"a\\0b\"\njobs:\n  - id: a\n    run: touch ran-a; echo ${v}\n", nil,
+			`wf.yaml:5: job "a": run: the command holds a NUL byte, which no command can take`},
+		{"NUL in an item", "items:\n  it:\n    run: \"echo \\0 > $POOLRUN_ITEM\"\njobs:\n  - id: a\n    run: touch ran-a\n    needs: [it]\n", nil,
+			`wf.yaml:3: item "it": run: the command holds a NUL byte, which no command can take`},
 		{"a value inside backquotes", "jobs:\n  - id: a\n    run: touch ran-a; echo `echo ${v}`\n", []string{"--set", "v=a b"},
 			"wf.yaml:3: job \"a\": run: ${v} is \"a b\", which poolrun cannot quote inside `...`"},
 	}

@@ -69,7 +69,7 @@ the command gets exactly its bytes, spaces, quotes and $ included (a
 file named $(rm x) stays a name). ${name:raw} pastes a value as shell
 text, for the rare case. A value with shell characters where poolrun
 cannot quote it (inside ` + "`...`" + `, or after a << here-document) is an error
-(FILE:LINE).
+(FILE:LINE); so is a NUL byte in a command.
 
   vars:
     ref: hg38

@@ -315,9 +315,10 @@
 // a job without id or run; a timeout that is not a duration of more than
 // zero; vars that is not a mapping of valid names to strings; a variable
 // of [Options.Set] that is not a valid name, or that the file neither
-// declares nor uses (these have no line: FILE: --set NAME: ...); a value
-// that poolrun cannot quote where it stands in a run command, and
-// ${name:raw} outside one; a foreach
+// declares nor uses (these have no line: FILE: --set NAME: ...); a run
+// command with a NUL byte (written "\0" in YAML, or from a value), which
+// no command can take; a value that poolrun cannot quote where it stands
+// in a run command, and ${name:raw} outside one; a foreach
 // variable with the name of one of vars or --set; a workdir that is not
 // an existing folder; a foreach glob that matches no file; an item
 // without run; bad ids or item names; two

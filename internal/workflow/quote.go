@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -63,18 +64,29 @@ type runPart struct {
 // values of vars, each quoted for where it stands (see above). Only
 // ${name} with a valid variable name (and ${name.stem} and the like,
 // and those with :raw) is a reference; every other use of $ is left for
-// the shell, except that $${ becomes ${. An unknown reference and a
-// value that cannot be quoted where it stands are errors.
+// the shell, except that $${ becomes ${. An unknown reference, a value
+// that cannot be quoted where it stands, and a command with a NUL byte
+// are errors.
 func substituteRun(s string, vars map[string]string) (string, error) {
-	if !strings.Contains(s, "${") {
-		return s, nil
+	out := s
+	if strings.Contains(s, "${") {
+		parts, err := splitRun(s, vars)
+		if err != nil {
+			return "", err
+		}
+		if out, err = quoteRun(parts); err != nil {
+			return "", err
+		}
 	}
-	parts, err := splitRun(s, vars)
-	if err != nil {
-		return "", err
+	if strings.IndexByte(out, 0) >= 0 {
+		return "", errNUL
 	}
-	return quoteRun(parts)
+	return out, nil
 }
+
+// errNUL is the error of a run command with a NUL byte, which the
+// system cannot pass to a program.
+var errNUL = errors.New("the command holds a NUL byte, which no command can take")
 
 // splitRun splits the run command s into shell text and references,
 // merging the values of ${name:raw} into the text around them.

@@ -258,6 +258,16 @@ func TestRunSubstitutionErrors(t *testing.T) {
 			`wf.yaml:4: job "a": outputs: ${v:raw}: only a run command takes :raw (shell text)`},
 		{"unknown raw, declared", "vars: {v: x}\n" + runWorkflow(`echo ${w:raw}`), nil,
 			`wf.yaml:4: job "a": run: unknown variable ${w:raw} (the job has no foreach) (vars: defines v)`},
+		{"NUL in the command", "jobs:\n  - id: a\n    run: \"echo a\\0b\"\n", nil,
+			`wf.yaml:3: job "a": run: the command holds a NUL byte, which no command can take`},
+		{"NUL from vars", "vars: {v: \"a\\0b\"}\njobs:\n  - id: a\n    run: echo ${v}\n", nil,
+			`wf.yaml:4: job "a": run: the command holds a NUL byte`},
+		{"NUL from --set, raw", runWorkflow(`echo ${v:raw}`), map[string]string{"v": "a\x00b"},
+			`wf.yaml:3: job "a": run: the command holds a NUL byte`},
+		{"NUL from foreach", "jobs:\n  - id: a-${i}\n    foreach: {i: [x], j: [\"y\\0\"]}\n    run: echo \"${j}\"\n", nil,
+			`wf.yaml:4: job "a-${i}": run: the command holds a NUL byte`},
+		{"NUL in an item", "items:\n  it:\n    run: \"echo \\0\"\njobs:\n  - id: a\n    run: x\n    needs: [it]\n", nil,
+			`wf.yaml:3: item "it": run: the command holds a NUL byte`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
