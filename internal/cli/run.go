@@ -63,6 +63,13 @@ commands, and foreach ranges and globs, and workdir:); --set NAME=VALUE
 (repeatable) overrides one, or gives one that the file uses without a
 vars: entry. A --set without =, or of a name the file neither declares
 nor uses, is an error; so is a foreach variable with a name of vars:.
+In run commands a value is text, never shell code: poolrun quotes it for
+the shell where it stands, bare (${f}), in "${f}" or in '${f}', so that
+the command gets exactly its bytes, spaces, quotes and $ included (a
+file named $(rm x) stays a name). ${name:raw} pastes a value as shell
+text, for the rare case. A value with shell characters where poolrun
+cannot quote it (inside ` + "`...`" + `, or after a << here-document) is an error
+(FILE:LINE); so is a NUL byte in a command.
 
   vars:
     ref: hg38

@@ -377,7 +377,7 @@ func (p *parser) item(f field) *Item {
 	case run == nil || !ok:
 		return nil
 	}
-	s, err := substitute(run.s, p.globals, true)
+	s, err := substituteRun(run.s, p.globals)
 	if err != nil {
 		p.refError(run.line, name, "run", err, " (an item has no foreach)"+p.globalsDefined())
 		return nil

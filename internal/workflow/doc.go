@@ -140,9 +140,10 @@
 //
 // ${name} is replaced by the variable's value in id, run, and every entry
 // of after, needs, inputs and outputs (so after: ["split-${i}"] pairs jobs
-// one to one). The
-// value is inserted as is, without shell quoting, and is not scanned again.
-// Every foreach expansion must give distinct ids. YAML gives braces a
+// one to one). The value is not scanned again. In id, after, needs,
+// inputs and outputs it is inserted as it is; in run it is quoted for the
+// shell, so that it is text, never shell code: see "Values in run
+// commands". Every foreach expansion must give distinct ids. YAML gives braces a
 // meaning inside [ ] and { }: quote strings there that contain ${...}, as
 // in after: ["split-${i}"], or write the list one entry per line.
 //
@@ -159,6 +160,46 @@
 // In id, after, needs, inputs and outputs, every ${...} must name a
 // variable of the entry or of the workflow. The same rules apply to item
 // commands, which see only the workflow's variables.
+//
+// # Values in run commands
+//
+// A value is text, never shell code: wherever ${name} stands in a run
+// command (a job's or an item's), the command gets exactly the bytes of
+// the value. poolrun quotes the value for the place where it stands:
+//
+//   - Unquoted (also inside $(...) and (...)), the value is one word, or
+//     a part of one: as it is if it is made only of letters, digits and
+//     _ - . / , : + @ (so that a command of plain words is still executed
+//     without a shell), else in single quotes. An empty value is an
+//     empty word.
+//   - Inside "...", each \ $ ` and " of the value gets a backslash.
+//   - Inside '...', each ' of the value closes the quote, is written \'
+//     and opens it again.
+//   - In a # comment, each line of the value stays in the comment.
+//
+// For example, with the value it's "$x".csv:
+//
+//	run: wc -l < ${f}      # wc -l < 'it'\''s "$x".csv'
+//	run: wc -l < "${f}"    # wc -l < "it's \"\$x\".csv"
+//	run: wc -l < '${f}'    # wc -l < 'it'\''s "$x".csv'
+//
+// So a file named $(rm x) is a name, and --set 'opts=-a -b' is one
+// argument. For the rare value that is meant as shell text (options
+// given with --set, part of a variable's name), write ${name:raw}, or
+// ${f.stem:raw} and the like: the value is pasted as it is, and the
+// values after it are quoted for the shell text it makes. Only run
+// commands take :raw.
+//
+// Where poolrun cannot tell how the shell will read a value, it pastes a
+// value made only of the bytes above and refuses any other, with the
+// line: inside `...` (write $(...)), inside a ${...} or $((...)) of the
+// shell's own, and anywhere after a << here-document, a $'...', or a case
+// inside $(...) or (...). Assign the value to a shell variable before
+// (v=${f}; then "$v" anywhere), or write ${f:raw}. A ${name} right after
+// a \, after $NAME (whose name the value would lengthen) or after an
+// unquoted ~ (which would take it for a user's name) is refused whatever
+// its value: write $${NAME}${name} for NAME's value followed by the
+// value, "~"${name} for the text, or ${name:raw} for the shell's reading.
 //
 // # Variables
 //
@@ -180,8 +221,9 @@
 //	    outputs: ["out/${ref}-${i}.bam"]
 //
 // Names follow the rules of foreach variables (a lower-case letter, then
-// lower-case letters, digits and '_'); values are strings, inserted as
-// they are, without shell quoting, and not scanned again. ${NAME} of vars
+// lower-case letters, digits and '_'); values are strings, not scanned
+// again, and quoted in run commands as foreach values are (see "Values in
+// run commands"). ${NAME} of vars
 // goes wherever a foreach variable goes (id, run, after, needs, inputs,
 // outputs, item commands), and also in workdir and in the ranges and
 // globs of foreach. [Job.Vars] holds only a job's foreach values.
@@ -283,7 +325,10 @@
 // a job without id or run; a timeout that is not a duration of more than
 // zero; vars that is not a mapping of valid names to strings; a variable
 // of [Options.Set] that is not a valid name, or that the file neither
-// declares nor uses (these have no line: FILE: --set NAME: ...); a foreach
+// declares nor uses (these have no line: FILE: --set NAME: ...); a run
+// command with a NUL byte (written "\0" in YAML, or from a value), which
+// no command can take; a value that poolrun cannot quote where it stands
+// in a run command, and ${name:raw} outside one; a foreach
 // variable with the name of one of vars or --set; a workdir that is not
 // an existing folder; a foreach glob that matches no file; an item
 // without run; bad ids or item names; two

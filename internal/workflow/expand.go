@@ -139,7 +139,7 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	}
 	vars = p.scope(vars)
 	var err error
-	if j.ID, err = substitute(e.id.s, vars, false); err != nil {
+	if j.ID, err = substitute(e.id.s, vars); err != nil {
 		p.refError(e.id.line, name, "id", err, p.defines(e))
 		p.lost = true
 		return nil
@@ -153,7 +153,7 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 		p.lost = true
 		return nil
 	}
-	if j.Run, err = substitute(e.run.s, vars, true); err != nil {
+	if j.Run, err = substituteRun(e.run.s, vars); err != nil {
 		p.refError(e.run.line, name, "run", err, p.defines(e))
 	}
 	j.after = p.substituteAll(e.after, vars, e, "after")
@@ -191,7 +191,7 @@ func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, fi
 	}
 	out := make([]text, 0, len(list))
 	for _, t := range list {
-		s, err := substitute(t.s, vars, false)
+		s, err := substitute(t.s, vars)
 		if err != nil {
 			p.refError(t.line, fmt.Sprintf("job %q", e.id.s), field, err, p.defines(e))
 			continue
@@ -280,9 +280,17 @@ type substError struct {
 	shell bool   // in a run command
 }
 
+// unknown reports whether e is a reference to an unknown variable.
+func (e *substError) unknown() bool {
+	return strings.HasSuffix(e.ref, "}") && (e.shell || !strings.HasSuffix(e.ref, ":raw}"))
+}
+
 func (e *substError) Error() string {
-	if !strings.HasSuffix(e.ref, "}") {
+	switch {
+	case !strings.HasSuffix(e.ref, "}"):
 		return fmt.Sprintf("unclosed %q", e.ref)
+	case !e.unknown():
+		return e.ref + ": only a run command takes :raw (shell text)"
 	}
 	return "unknown variable " + e.ref
 }
@@ -292,12 +300,12 @@ func (e *substError) Error() string {
 func (p *parser) refError(line int, name, field string, err error, defines string) {
 	msg := fmt.Sprintf("%s: %s: %v", name, field, err)
 	se, ok := err.(*substError)
-	if !ok || !strings.HasSuffix(se.ref, "}") {
+	if !ok || !se.unknown() {
 		p.fail(line, "%s", msg)
 		return
 	}
 	msg += defines
-	if se.shell {
+	if se.shell && !strings.HasSuffix(se.ref, ":raw}") {
 		v := se.ref[2 : len(se.ref)-1]
 		msg += fmt.Sprintf("; for a shell variable write $%s or $%s", v, se.ref)
 	}
@@ -322,14 +330,13 @@ func lookup(vars map[string]string, ref string) (string, bool) {
 	return derived(v, suffix)
 }
 
-// substitute replaces every ${name} in s by vars[name], and every
-// ${name.stem}, ${name.name} and ${name.dir} by that part of it.
-//
-// In a run command (shell is true), only ${name} with a valid variable
-// name (and ${name.stem} and the like) is a reference; every other use of
-// $ is left for the shell, except that $${ becomes ${. Elsewhere, every
-// ${...} is a reference. An unknown or unclosed reference is an error.
-func substitute(s string, vars map[string]string, shell bool) (string, error) {
+// substitute replaces every ${name} in s, an id, a path, an after or
+// needs entry, a foreach value or workdir, by vars[name], and every
+// ${name.stem}, ${name.name} and ${name.dir} by that part of it, as
+// text. Every ${...} is a reference: an unknown or unclosed one is an
+// error, and so is one with :raw, which only run commands take (see
+// substituteRun).
+func substitute(s string, vars map[string]string) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -337,36 +344,18 @@ func substitute(s string, vars map[string]string, shell bool) (string, error) {
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
 		rest := s[i:]
-		switch {
-		case rest[0] != '$':
+		if !strings.HasPrefix(rest, "${") {
 			b.WriteByte(rest[0])
-			i++
-			continue
-		case shell && strings.HasPrefix(rest, "$${"):
-			b.WriteString("${")
-			i += 3
-			continue
-		case shell && strings.HasPrefix(rest, "$$"):
-			b.WriteString("$$")
-			i += 2
-			continue
-		case !strings.HasPrefix(rest, "${"):
-			b.WriteByte('$')
 			i++
 			continue
 		}
 		end := strings.IndexByte(rest, '}')
-		if shell && (end < 0 || !validRef(rest[2:end])) {
-			b.WriteString("${")
-			i += 2
-			continue
-		}
 		if end < 0 {
 			return "", &substError{ref: rest}
 		}
 		v, ok := lookup(vars, rest[2:end])
 		if !ok {
-			return "", &substError{ref: rest[:end+1], shell: shell}
+			return "", &substError{ref: rest[:end+1]}
 		}
 		b.WriteString(v)
 		i += end + 1

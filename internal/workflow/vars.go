@@ -65,7 +65,8 @@ func (p *parser) readVars(f *field, data []byte) {
 		case !validVar(name):
 			p.failArg("--set %s: not a valid variable name: start with a-z, then use a-z, 0-9 and _", name)
 			continue
-		case !declared && !bytes.Contains(data, []byte("${"+name+"}")) && !bytes.Contains(data, []byte("${"+name+".")):
+		case !declared && !bytes.Contains(data, []byte("${"+name+"}")) && !bytes.Contains(data, []byte("${"+name+".")) &&
+			!bytes.Contains(data, []byte("${"+name+":raw}")):
 			p.failArg("--set %s: the workflow has no variable %s: it is neither in vars: nor used as ${%s}%s", name, name, name, p.globalsDefined())
 			continue
 		}
@@ -102,7 +103,7 @@ func (p *parser) clash(name string) string {
 // value or workdir at line, called what in errors; false if s refers to
 // an unknown variable (reported).
 func (p *parser) substituteGlobals(s string, line int, what string) (string, bool) {
-	out, err := substitute(s, p.globals, false)
+	out, err := substitute(s, p.globals)
 	if err != nil {
 		defined := p.globalsDefined()
 		if defined == "" {
@@ -254,9 +255,11 @@ func derived(value, suffix string) (string, bool) {
 	return "", false
 }
 
-// validRef reports whether ref, the text between ${ and }, is a variable
-// name, possibly followed by .stem, .name or .dir.
+// validRef reports whether ref, the text between ${ and } of a run
+// command, is a variable name, possibly followed by .stem, .name or .dir,
+// then possibly by :raw.
 func validRef(ref string) bool {
+	ref, _ = strings.CutSuffix(ref, ":raw")
 	name, suffix, ok := strings.Cut(ref, ".")
 	if !ok {
 		return validVar(ref)

@@ -123,7 +123,7 @@ jobs:
     run: ./split ${s}
   - id: align-${s}
     foreach: {s: [a, b]}
-    run: ./align "$POOLRUN_ITEM_REF_${s}"
+    run: ./align "$POOLRUN_ITEM_REF_${s:raw}"  # the value makes a name: shell text
     after: ["split-${s}"]
     needs:
       - ref-${s}
@@ -147,7 +147,8 @@ jobs:
     foreach: {i: [a], v: ["${i}"]}
     run: echo ${v}
 `, want: []string{
-			`2 j-a: echo ${i} [i=a v=${i}]`,
+			// Neither poolrun nor the shell reads ${i} in the value.
+			`2 j-a: echo '${i}' [i=a v=${i}]`,
 		}},
 		{name: "glob after: file order, no duplicates, never itself", in: `
 jobs:
