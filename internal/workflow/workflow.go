@@ -60,7 +60,7 @@ type Item struct {
 // A Job is one command to run, after foreach expansion.
 type Job struct {
 	ID  string // unique in the workflow
-	Run string // command for sh -c, with foreach values substituted
+	Run string // command for sh -c, with the values of variables substituted, each quoted as text for where it stands
 	// After holds the ids of the jobs that must succeed before this one
 	// runs: patterns expanded, no duplicates, in file order. Nil if none.
 	After []string
