@@ -430,6 +430,10 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, context.Cause(ctx))
 	}
+	aside, err := a.Outputs.setAside()
+	if err != nil {
+		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, err)
+	}
 	before := a.Outputs.snapshot()
 	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
 	res := Result{Stderr: out.tail, Duration: out.duration, PeakRSS: out.maxRSS}
@@ -446,7 +450,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 		}
 	}
 	// Outputs checked, or removed if the job failed.
-	res.Outputs, err = finishOutputs(a, before, err)
+	res.Outputs, err = finishOutputs(a, before, aside, err)
 	return res, err
 }
 

@@ -51,6 +51,7 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 		e.str(o.Root)
 		e.strs(o.List)
 		e.strs(o.Made)
+		e.strs(o.Keep)
 		e.strs(o.Protect)
 	}
 	return e.b, nil
@@ -93,6 +94,7 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 		o.Root = d.str()
 		o.List = d.strs()
 		o.Made = d.strs()
+		o.Keep = d.strs()
 		o.Protect = d.strs()
 		a.Outputs = o
 	}
