@@ -3,6 +3,7 @@ package execflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -208,6 +209,9 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		}
 	}
 	files := newFileTimes(dir)
+	if err := missingSources(wf, files); err != nil {
+		return nil, err
+	}
 	for i, j := range wf.Jobs {
 		if j == nil {
 			return nil, errors.New("execflow: workflow has a nil job")
@@ -231,6 +235,62 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// maxMissing bounds the missing sources that NewPlan's error names.
+const maxMissing = 20
+
+// missingSources returns an error that names each job's sources
+// (workflow.Job.Sources) that do not exist, unless the job runs after a
+// job without outputs (which may make anything), the first maxMissing
+// of them on a line each, or nil when there are none.
+func missingSources(wf *workflow.Workflow, files *fileTimes) error {
+	var noOutputs map[string]bool
+	var lines []string
+	more := 0
+	for _, j := range wf.Jobs {
+		if j == nil || len(j.Sources) == 0 {
+			continue
+		}
+		if noOutputs == nil {
+			noOutputs = make(map[string]bool)
+			for _, k := range wf.Jobs {
+				if k != nil && len(k.Outputs) == 0 {
+					noOutputs[k.ID] = true
+				}
+			}
+		}
+		if slices.ContainsFunc(j.After, func(a string) bool { return noOutputs[a] }) {
+			continue
+		}
+		for _, in := range j.Sources {
+			if len(files.of(in)) > 0 {
+				continue
+			}
+			if len(lines) == maxMissing {
+				more++
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s:%d: job %q: input %s: %v", wf.File, j.Line, j.ID, files.dir.showAs(in), errNoSource))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more", more))
+	}
+	errs := make([]error, len(lines))
+	for i, l := range lines {
+		errs[i] = &sourceError{l}
+	}
+	return errors.Join(errs...)
+}
+
+// sourceError is one line of missingSources' error.
+type sourceError struct{ msg string }
+
+func (e *sourceError) Error() string { return e.msg }
+func (e *sourceError) Unwrap() error { return errNoSource }
 
 // decide decides d for a job with outputs that is not forced, and
 // returns the files of its outputs that it found (all of them, when it

@@ -147,10 +147,11 @@ func TestPlan(t *testing.T) {
 			want:  map[string]string{"a": "run: input in.txt is newer than output out/1.txt"},
 		},
 		{
-			name:  "missing input",
+			name:  "missing input that a job makes",
 			files: map[string]int{"out.txt": 1},
-			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [out.txt]}\n",
-			want:  map[string]string{"a": "run: input in.txt is missing"},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [out.txt]}\n  - {id: b, run: x, outputs: [in.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `"}, "b": {"command": "` + hashOf("x") + `"}}}`,
+			want:  map[string]string{"a": "run: reads in.txt, an output of b, which will run", "b": "run: output in.txt is missing"},
 		},
 		{
 			name:  "an input pattern that matches nothing",
@@ -303,6 +304,27 @@ func TestPlan(t *testing.T) {
 				t.Errorf("decisions %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// An input that no job makes must exist: NewPlan names each that does
+// not, unless its job runs after one without outputs.
+func TestPlanMissingSource(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	planFiles(t, dir, map[string]int{"here.txt": 0})
+	wf := parse(t, "wf.yaml", `
+jobs:
+  - {id: a, run: x, inputs: [here.txt, gone.txt], outputs: [a.txt]}
+  - {id: b, run: x, inputs: [a.txt, "*.csv", gone2.txt]}
+  - {id: setup, run: x}
+  - {id: c, run: x, inputs: [made-by-setup.txt], after: [setup]}
+`)
+	_, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	want := "wf.yaml:3: job \"a\": input gone.txt: it does not exist, and no job makes it\n" +
+		"wf.yaml:4: job \"b\": input gone2.txt: it does not exist, and no job makes it"
+	if !errors.Is(err, execflow.ErrNoSource) || err.Error() != want {
+		t.Errorf("NewPlan: %v\nwant ErrNoSource:\n%s", err, want)
 	}
 }
 
