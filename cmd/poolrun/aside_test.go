@@ -141,3 +141,45 @@ func TestFolderOutputSettles(t *testing.T) {
 		}
 	}
 }
+
+// A file added to an input glob reruns its job even when it is older
+// than the job's output (a copied or untarred file), and so does one
+// gone; -n says which.
+func TestInputGlobSetReruns(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"wf.yaml":    "jobs:\n  - id: count\n    run: cat data/*.csv | wc -l > n.txt\n    inputs: [\"data/*.csv\"]\n    outputs: [n.txt]\n",
+		"data/a.csv": "a\n",
+	})
+	mustRun(t, dir, "run", "wf.yaml")
+	old := time.Now().Add(-24 * time.Hour)
+	writeFiles(t, dir, map[string]string{"data/b.csv": "b\n"})
+	os.Chtimes(filepath.Join(dir, "data/b.csv"), old, old)
+	r := mustRun(t, dir, "run", "-n", "wf.yaml")
+	if want := "run  count  input data/*.csv matches data/b.csv, which it did not when the job last ran"; !strings.Contains(r.stdout, want) {
+		t.Errorf("-n after an old file was added:\n%s\nwant %q", r.stdout, want)
+	}
+	mustRun(t, dir, "run", "wf.yaml")
+	if b, _ := os.ReadFile(filepath.Join(dir, "n.txt")); strings.TrimSpace(string(b)) != "2" {
+		t.Errorf("n.txt: %q, want 2", b)
+	}
+	os.Remove(filepath.Join(dir, "data/a.csv"))
+	r = mustRun(t, dir, "run", "-n", "wf.yaml")
+	if want := "run  count  data/a.csv, which input data/*.csv matched when the job last ran, is gone"; !strings.Contains(r.stdout, want) {
+		t.Errorf("-n after a file went:\n%s\nwant %q", r.stdout, want)
+	}
+}
+
+// An input that does not exist and that no job makes stops the run before
+// anything runs, with its job's line (make: No rule to make target).
+func TestMissingSourceRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: a\n    run: echo ran >> ran.log\n  - id: b\n    run: cat raw.csv > clean.csv\n    inputs: [raw.csv]\n    outputs: [clean.csv]\n"})
+	r := poolrun(t, dir, "run", "wf.yaml")
+	if want := `wf.yaml:4: job "b": input raw.csv: it does not exist, and no job makes it`; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", r.code, r.stderr, want)
+	}
+	if exists(filepath.Join(dir, "ran.log")) {
+		t.Error("a job ran")
+	}
+}

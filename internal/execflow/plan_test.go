@@ -70,6 +70,16 @@ func hashOf(run string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// filesHash is the hash of the sorted file names that an input pattern
+// matched, as the state file holds it.
+func filesHash(names ...string) string {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // madeState returns the state file that records every job of wf with
 // outputs as made by its command, as a run that made them leaves it
 // (without files under output patterns).
@@ -217,6 +227,27 @@ func TestPlan(t *testing.T) {
 			files: map[string]int{"in.txt": 2, "out/a.txt": 3, "out/old.txt": 0},
 			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [\"out/*.txt\"]}\n",
 			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "made": ["out/a.txt"]}}}`,
+			want:  map[string]string{"a": "skip: up to date"},
+		},
+		{
+			name:  "a file added to an input pattern, older than the output",
+			files: map[string]int{"data/a.csv": 0, "data/b.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 1, "hash": "` + filesHash("data/a.csv") + `", "files": ["data/a.csv"]}}}}`,
+			want:  map[string]string{"a": "run: input data/*.csv matches data/b.csv, which it did not when the job last ran"},
+		},
+		{
+			name:  "a file gone from an input pattern",
+			files: map[string]int{"data/a.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 2, "hash": "` + filesHash("data/a.csv", "data/b.csv") + `", "files": ["data/a.csv", "data/b.csv"]}}}}`,
+			want:  map[string]string{"a": "run: data/b.csv, which input data/*.csv matched when the job last ran, is gone"},
+		},
+		{
+			name:  "the same files as when it last ran",
+			files: map[string]int{"data/a.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 1, "hash": "` + filesHash("data/a.csv") + `"}}}}`,
 			want:  map[string]string{"a": "skip: up to date"},
 		},
 		{
