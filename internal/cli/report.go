@@ -34,8 +34,10 @@ count, a row per run, and says so.
 
 const reportDetails = `The page goes to the PAGE.html of -o, by default beside the report, named
 as it is with .html for .json (r.json: r.html); it is written whole or not
-at all, and its path is printed. A file that is not a poolrun report, or of
-a newer version than this poolrun reads, is refused with exit status 2.
+at all, over nothing but a regular file other than the report (a device, a
+FIFO, a symbolic link is refused), and its path is printed. A file that is
+not a poolrun report, or of a newer version than this poolrun reads, is
+refused with exit status 2.
 docs/REPORT.md describes the report's fields.
 
 --format trace writes the Chrome trace event format instead (by default to
@@ -86,11 +88,11 @@ func makePage(in, out, format string, stdout io.Writer) error {
 			out = strings.TrimSuffix(in, ".json") + ".trace.json"
 		}
 	}
-	if out == in {
-		return badInputf("poolrun report: -o %s: that is the report itself", out)
-	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
 		return badInputf("poolrun report: -o %s: no folder %s to write it in", out, filepath.Dir(out))
+	}
+	if err := checkOwnFile("poolrun report: -o", out, keptFile{"the report itself", in}); err != nil {
+		return err
 	}
 	rep, err := loadReport(in)
 	if err != nil {

@@ -192,8 +192,13 @@ inferred from files dashed, and runs nothing:
 
 FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
 pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
-larger file (exit status 2). -j is capped at the number of jobs that will run: no worker
-starts only to wait (none when every job is skipped).
+larger file (exit status 2). --report and --join-file replace only a
+regular file of their own: one that is a device, a FIFO, a folder or a
+symbolic link, or FILE or its state or lock file by any name (./FILE, a
+hard link), is refused before anything runs (exit status 2).
+
+-j is capped at the number of jobs that will run: no worker starts only
+to wait (none when every job is skipped).
 
 --force takes the argument after it as its pattern unless that is the
 workflow file (the only argument left, or, before the file, a name ending
@@ -262,17 +267,21 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() == 0 {
 		return usageError(fs, "want a workflow file, and targets if any")
 	}
+	if err := wff.enter(); err != nil {
+		return err
+	}
+	// After -C: --report and --join-file are relative to its folder.
 	if err := f.check(); err != nil {
 		return err
 	}
 	if err := inc.check(); err != nil {
 		return err
 	}
-	if err := wff.enter(); err != nil {
-		return err
-	}
 	wf, others, err := wff.load(fs.Arg(0), fs.Args()[1:])
 	if err != nil {
+		return err
+	}
+	if err := f.checkRunFiles(wf.File); err != nil {
 		return err
 	}
 	if !inc.dryRun && !inc.dag {

@@ -1,0 +1,180 @@
+//go:build linux
+
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The tests of this file are repros of issue 33 ("Nothing lost, part
+// two"), run with the real binary: the files poolrun writes where it is
+// told to, the files it reads, and the join file.
+
+// ownFilesFlow is a workflow whose job leaves a trace (ran) and has an
+// output, so that a run writes a state file.
+const ownFilesFlow = "jobs:\n  - id: a\n    run: touch ran; echo x > a.out\n    outputs: [a.out]\n"
+
+// fileID is what a test keeps of a file to tell that it is as it was: its
+// type, inode and content.
+type fileID struct {
+	mode os.FileMode
+	ino  uint64
+	data string
+}
+
+func idOf(t *testing.T, path string) fileID {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fileID{mode: fi.Mode(), ino: fi.Sys().(*syscall.Stat_t).Ino}
+	if fi.Mode().IsRegular() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id.data = string(data)
+	}
+	return id
+}
+
+// TestOwnFilesRefused: --report, --join-file and report -o that name
+// anything but a regular file of poolrun's own (a device, a FIFO, a
+// symbolic link, the workflow file under another spelling or a hard link,
+// its state and lock files, the report read, the other file poolrun
+// writes) are refused with exit status 2 and a message that names the
+// flag and the path and says what it is, before any job runs; the file
+// named, the workflow and its state file are as they were.
+func TestOwnFilesRefused(t *testing.T) {
+	root := os.Geteuid() == 0
+	listen := []string{"--listen", "127.0.0.1:0"}
+	for _, tt := range []struct {
+		name   string
+		root   bool     // needs root (mknod)
+		args   []string // the command and its flags; run's get the workflow file after them
+		target string   // the file named, relative to the folder
+		want   string   // in standard error
+	}{
+		{"report on a device", true, []string{"run", "--report", "null"}, "null",
+			"poolrun: --report null: is a device, not a regular file"},
+		{"report on a FIFO", false, []string{"run", "--report", "r.fifo"}, "r.fifo",
+			"poolrun: --report r.fifo: is a named pipe (FIFO), not a regular file"},
+		{"report on a link to a device", true, []string{"run", "--report", "null-link"}, "null-link",
+			"poolrun: --report null-link: is a symbolic link, not a regular file"},
+		{"report on the workflow", false, []string{"run", "--report", "wf.yaml"}, "wf.yaml",
+			"poolrun: --report wf.yaml: that is the workflow file, which poolrun must not replace"},
+		{"report on ./wf.yaml", false, []string{"run", "--report", "./wf.yaml"}, "wf.yaml",
+			"poolrun: --report ./wf.yaml: that is the workflow file"},
+		{"report on the workflow through a linked folder", false, []string{"run", "--report", "here/wf.yaml"}, "wf.yaml",
+			"poolrun: --report here/wf.yaml: that is the workflow file (wf.yaml)"},
+		{"report on a hard link to the workflow", false, []string{"run", "--report", "hard.json"}, "hard.json",
+			"poolrun: --report hard.json: that is the workflow file (wf.yaml)"},
+		{"report on the state file", false, []string{"run", "--report", ".wf.yaml.poolrun-state"}, ".wf.yaml.poolrun-state",
+			"poolrun: --report .wf.yaml.poolrun-state: that is the state file of wf.yaml"},
+		{"report on a hard link to the state file", false, []string{"run", "--report", "state.json"}, "state.json",
+			"poolrun: --report state.json: that is the state file of wf.yaml (.wf.yaml.poolrun-state)"},
+		{"report on the lock file", false, []string{"run", "--report", ".wf.yaml.poolrun-lock"}, "",
+			"poolrun: --report .wf.yaml.poolrun-lock: that is the lock file of wf.yaml"},
+		{"join file on a device", true, append([]string{"run", "--join-file", "null"}, listen...), "null",
+			"poolrun: --join-file null: is a device, not a regular file"},
+		{"join file on the workflow", false, append([]string{"run", "--join-file", "./wf.yaml"}, listen...), "wf.yaml",
+			"poolrun: --join-file ./wf.yaml: that is the workflow file"},
+		{"join file on the state file", false, append([]string{"run", "--join-file", "state.json"}, listen...), "state.json",
+			"poolrun: --join-file state.json: that is the state file of wf.yaml"},
+		{"join file on the report", false, append([]string{"run", "--join-file", "r.json", "--report", "./r.json"}, listen...), "r.json",
+			"poolrun: --join-file r.json: that is the --report"},
+		{"page on a device", true, []string{"report", "-o", "null", "r.json"}, "null",
+			"poolrun report: -o null: is a device, not a regular file"},
+		{"page on a FIFO", false, []string{"report", "-o", "r.fifo", "r.json"}, "r.fifo",
+			"poolrun report: -o r.fifo: is a named pipe (FIFO), not a regular file"},
+		{"page on the report", false, []string{"report", "-o", "./r.json", "r.json"}, "r.json",
+			"poolrun report: -o ./r.json: that is the report itself"},
+		{"page on a hard link to the report", false, []string{"report", "-o", "hard-r.json", "r.json"}, "hard-r.json",
+			"poolrun report: -o hard-r.json: that is the report itself (r.json)"},
+		{"page on a state file", false, []string{"report", "-o", ".wf.yaml.poolrun-state", "r.json"}, ".wf.yaml.poolrun-state",
+			"poolrun report: -o .wf.yaml.poolrun-state: that is the state file of wf.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root && !root {
+				t.Skip("mknod needs root")
+			}
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{"wf.yaml": ownFilesFlow})
+			mustRun(t, dir, "run", "--quiet", "--report", "r.json", "wf.yaml") // the state file, and a report
+			path := func(name string) string { return filepath.Join(dir, name) }
+			os.Remove(path("ran"))
+			mkfifo(t, path("r.fifo"))
+			for _, l := range [][2]string{{"wf.yaml", "hard.json"}, {".wf.yaml.poolrun-state", "state.json"}, {"r.json", "hard-r.json"}} {
+				if err := os.Link(path(l[0]), path(l[1])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(".", path("here")); err != nil {
+				t.Fatal(err)
+			}
+			if tt.root {
+				// The device of /dev/null, made here: a regression
+				// replaces this one, not the system's.
+				if err := syscall.Mknod(path("null"), syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+					t.Skip("no device can be made here:", err)
+				}
+				os.Symlink("null", path("null-link"))
+			}
+			kept := []string{"wf.yaml", ".wf.yaml.poolrun-state", "r.json"}
+			if tt.target != "" {
+				kept = append(kept, tt.target)
+			}
+			before := map[string]fileID{}
+			for _, name := range kept {
+				before[name] = idOf(t, path(name))
+			}
+
+			args := tt.args
+			if args[0] == "run" {
+				args = append(args[:len(args):len(args)], "wf.yaml")
+			}
+			r := poolrunWithin(t, dir, oddTimeout, nil, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("poolrun %q: exit %d, stderr:\n%s\nwant exit 2 and %q", args, r.code, r.stderr, tt.want)
+			}
+			if _, err := os.Stat(path("ran")); err == nil {
+				t.Error("the job ran")
+			}
+			for _, name := range kept {
+				if after := idOf(t, path(name)); after != before[name] {
+					t.Errorf("%s was replaced or changed: %v, inode %d, %d bytes; was %v, inode %d, %d bytes",
+						name, after.mode, after.ino, len(after.data), before[name].mode, before[name].ino, len(before[name].data))
+				}
+			}
+			if _, err := os.Lstat(path(".wf.yaml.poolrun-lock")); err == nil {
+				t.Error("a lock file is left")
+			}
+		})
+	}
+}
+
+// TestReportRelativeToC: with -C DIR, --report is relative to DIR, and
+// checked there before anything runs, as written at the end.
+func TestReportRelativeToC(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"sub/wf.yaml": ownFilesFlow, "sub/reports/.keep": "", "elsewhere/reports/.keep": ""})
+	mustRun(t, filepath.Join(dir, "elsewhere"), "run", "--quiet", "-C", "../sub", "--report", "reports/r.json", "wf.yaml")
+	if _, err := os.Stat(filepath.Join(dir, "sub/reports/r.json")); err != nil {
+		t.Errorf("no report in DIR's reports folder: %v", err)
+	}
+	// No folder for it in DIR: refused, though the current folder has one.
+	os.RemoveAll(filepath.Join(dir, "sub/reports"))
+	os.Remove(filepath.Join(dir, "sub/ran"))
+	r := poolrun(t, filepath.Join(dir, "elsewhere"), "run", "--quiet", "-C", "../sub", "--force", "--report", "reports/r.json", "wf.yaml")
+	if r.code != 2 || !strings.Contains(r.stderr, "poolrun: --report reports/r.json: no folder reports") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and the report refused", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub/ran")); err == nil {
+		t.Error("the job ran")
+	}
+}
