@@ -178,3 +178,31 @@ func TestReportRelativeToC(t *testing.T) {
 		t.Error("the job ran")
 	}
 }
+
+// TestForceAlone: --force without a pattern runs every job, those whose
+// ids have a / in them too (which the glob * does not match), even when
+// every id has one.
+func TestForceAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.yaml": `jobs:
+  - id: data/a
+    run: echo a >> a.out
+    outputs: [a.out]
+  - id: data/b
+    run: echo b >> b.out
+    outputs: [b.out]
+`})
+	mustRun(t, dir, "run", "--quiet", "wf.yaml")
+	r := mustRun(t, dir, "run", "-n", "--force", "wf.yaml")
+	for _, id := range []string{"data/a", "data/b"} {
+		if want := "run  " + id + "  forced"; !strings.Contains(r.stdout, want) {
+			t.Errorf("-n --force:\n%s\nwant %q", r.stdout, want)
+		}
+	}
+	mustRun(t, dir, "run", "--quiet", "--force", "wf.yaml")
+	for _, f := range []string{"a.out", "b.out"} {
+		if data, _ := os.ReadFile(filepath.Join(dir, f)); strings.Count(string(data), "\n") != 2 {
+			t.Errorf("%s holds %q: its job did not run again under --force", f, data)
+		}
+	}
+}

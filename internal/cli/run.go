@@ -156,8 +156,9 @@ them: poolrun keeps the commands' hashes in a state file beside the
 workflow, .FILE.poolrun-state. Otherwise it runs: an output is missing, an
 input is missing or newer, its command changed, or a job it runs after
 runs. A job without outputs always runs. This is decided before anything
-runs, in the order of the jobs. --force runs every job anyway, --force
-JOB-GLOB (repeatable, or comma-separated) those whose ids match.
+runs, in the order of the jobs. --force runs every job anyway (so does
+--force '*', ids with a / included), --force JOB-GLOB (repeatable, or
+comma-separated) those whose ids match.
 
 Outputs must lie inside the working folder: one that resolves elsewhere
 (../x, /x, or ${d}/x with an empty d), or that could match the workflow
@@ -416,7 +417,7 @@ type incrementalFlags struct {
 
 func (f *incrementalFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.force, "force", "run the jobs whose ids match `JOB-GLOB` even if their outputs are up to date (repeatable, or comma-separated; --force alone: every job)")
-	fs.Lookup("force").NoOptDefVal = "*"
+	fs.Lookup("force").NoOptDefVal = forceAll
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
 	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
 	fs.BoolVar(&f.wait, "wait", false, "if another poolrun runs this workflow, wait for it to end (by default poolrun refuses, naming its pid)")
@@ -520,9 +521,12 @@ func (f *incrementalFlags) check() error {
 func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (*execflow.Plan, error) {
 	opts := execflow.PlanOptions{Others: others}
 	for _, pattern := range f.force {
-		jobs, err := wf.Match(pattern)
-		if err != nil {
-			return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
+		jobs := wf.Jobs
+		if pattern != forceAll {
+			var err error
+			if jobs, err = wf.Match(pattern); err != nil {
+				return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
+			}
 		}
 		if len(jobs) == 0 {
 			if others != nil {
@@ -543,6 +547,10 @@ func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (
 	}
 	return plan, nil
 }
+
+// forceAll is the pattern of --force alone: every job. As a glob it
+// would leave out the ids with a / in them, which * does not match.
+const forceAll = "*"
 
 // forceFlag is --force: patterns over job ids, from each --force and
 // each comma-separated part of one.
