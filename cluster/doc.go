@@ -48,7 +48,10 @@
 // Whoever can read the file can run the pool's jobs, so the file must be
 // private, as ssh asks of a private key: ReadJoinFile refuses one that
 // gives group or others any permission (keep it mode 0600), and one with
-// anything but white space after its JSON object.
+// anything but white space after its JSON object. Whoever can write it
+// chooses the pool whose commands a worker runs, so ReadJoinFile also
+// refuses a file that the reading process's user does not own, root
+// included.
 //
 // # The host agent
 //

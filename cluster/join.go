@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/regfile"
@@ -89,11 +90,15 @@ func WriteJoinFile(path string, j Join) error {
 
 // ReadJoinFile reads the join file at path, which must be a regular file:
 // a named pipe, a device or a directory is refused at once, without
-// waiting for a writer, with an error that says what it is. As ssh does
-// with a private key, it refuses a file that gives group or others any
-// permission, since the file holds the pool's credential; the error names
-// the file, its mode and the chmod that fixes it. The file must hold one
-// JSON object and nothing after it but white space.
+// waiting for a writer, with an error that says what it is. It refuses a
+// file that this process's user (its effective uid) does not own, root
+// included: the file says whose pool to join, and a worker runs the
+// commands that pool sends, so a file of another user's could make it run
+// that user's commands as its own. As ssh does with a private key, it
+// refuses a file that gives group or others any permission, since the
+// file holds the pool's credential. Either error names the file and says
+// what fixes it. The file must hold one JSON object and nothing after it
+// but white space.
 func ReadJoinFile(path string) (Join, error) {
 	var j Join
 	data, err := readPrivateFile(path)
@@ -132,8 +137,8 @@ func ReadJoinFile(path string) (Join, error) {
 
 // readPrivateFile reads the join file at path, opened as regfile opens a
 // file, after checking on the open descriptor (not on path, which may
-// have been replaced since) that only its owner has any permission on it.
-// Errors name path.
+// have been replaced since) that this process's user owns it and that
+// only its owner has any permission on it. Errors name path.
 func readPrivateFile(path string) ([]byte, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
@@ -143,6 +148,12 @@ func readPrivateFile(path string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: join file: %w", err) // names the path
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("cluster: join file %s is owned by uid %d, not by this process's user (uid %d): "+
+			"a worker runs the commands of the pool that the file names, and joins only a pool of its own user's; "+
+			"run the worker as uid %d, or chown %d %s",
+			path, st.Uid, os.Geteuid(), st.Uid, os.Geteuid(), path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("cluster: join file %s has mode %04o: group or others have access to the pool's credential; "+

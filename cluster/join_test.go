@@ -88,3 +88,31 @@ func TestWorkerCannotWrite(t *testing.T) {
 	cancel()
 	<-ran
 }
+
+// TestJoinFileOwner: a join file that another user owns is refused, root
+// or not, with an error that names the file, its owner and the fix; one
+// of this user's own is read.
+func TestJoinFileOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	path := filepath.Join(t.TempDir(), "run.join")
+	if err := cluster.WriteJoinFile(path, cluster.Join{URL: "nats://127.0.0.1:4222", Token: "t", Protocol: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cluster.ReadJoinFile(path)
+	for _, want := range []string{path + " is owned by uid 65534, not by this process's user (uid 0)", "chown 0 " + path} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("another user's join file: %v; want an error saying %q", err, want)
+		}
+	}
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.ReadJoinFile(path); err != nil {
+		t.Errorf("this user's join file: %v", err)
+	}
+}

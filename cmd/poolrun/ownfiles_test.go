@@ -206,3 +206,42 @@ func TestForceAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerRefusesOthersJoinFile: a worker run as root refuses a join
+// file that another user owns (uid 65534, nobody, here), which could send
+// it that user's commands to run as root: it exits with an error that
+// names the file and its owner, and runs nothing. Once the file is root's
+// again, the same worker joins and runs the job.
+func TestWorkerRefusesOthersJoinFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: a\n    run: touch ran\n"})
+	joinFile := filepath.Join(dir, "run.join")
+	pool, out := startPoolrun(t, dir, nil, "run", "--quiet", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+	waitJoinFile(t, joinFile, out)
+	if err := os.Chown(joinFile, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	r := poolrun(t, dir, "worker", "--join-file", joinFile, "-j", "1")
+	if want := "join file " + joinFile + " is owned by uid 65534, not by this process's user (uid 0)"; r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("worker with another user's join file: exit %d, stderr:\n%s\nwant a failure and %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the job ran through another user's join file")
+	}
+
+	if err := os.Chown(joinFile, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if r := poolrun(t, dir, "worker", "--join-file", joinFile, "-j", "1"); r.code != 0 {
+		t.Errorf("worker with root's join file: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := pool.Wait(); err != nil {
+		t.Fatalf("the pool: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+		t.Errorf("the job did not run once the join file was root's: %v", err)
+	}
+}
