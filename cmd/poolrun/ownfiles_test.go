@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The tests of this file are repros of issue 33 ("Nothing lost, part
@@ -243,5 +244,40 @@ func TestWorkerRefusesOthersJoinFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
 		t.Errorf("the job did not run once the join file was root's: %v", err)
+	}
+}
+
+// TestReportGarbageRefused: poolrun report of a large file that is not a
+// report (sparse: zeros, or the start of a report and then zeros) is
+// refused at once from its first bytes, with exit status 2 and a message
+// that says so: its resident memory stays far below the file's size.
+func TestReportGarbageRefused(t *testing.T) {
+	const size = 320 << 20
+	for _, tt := range []struct{ name, head string }{
+		{"zeros", ""},
+		{"a report's start", `{"version": 2, "command": "run", "workers": `},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "big.json")
+			if err := os.WriteFile(path, []byte(tt.head), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, size); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := poolrunWithin(t, dir, oddTimeout, nil, "report", "big.json")
+			t.Logf("refused in %v, resident at most %d MiB", time.Since(start).Round(time.Millisecond), r.maxRSS>>20)
+			if want := "poolrun report: big.json: not a poolrun report: line 1: invalid character '\\x00'"; r.code != 2 || !strings.Contains(r.stderr, want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", r.code, r.stderr, want)
+			}
+			if r.maxRSS == 0 || r.maxRSS > size/4 {
+				t.Errorf("resident memory %d bytes (0: unknown) to refuse a file of %d: it read the file", r.maxRSS, size)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "big.html")); err == nil {
+				t.Error("a page was written")
+			}
+		})
 	}
 }
