@@ -88,6 +88,74 @@ func WriteJoinFile(path string, j Join) error {
 	return nil
 }
 
+// writeHeldJoinFile writes j to path as WriteJoinFile does, and returns
+// the file open with a shared flock(2) of it, which lasts until the file
+// is closed (or this process ends, however it ends). A pool holds its
+// join file so while it runs: whoever can take an exclusive lock of the
+// file knows that the pool that wrote it is gone, as poolrun's janitor
+// does before it removes a killed pool's join file (package execflow). A
+// join file at path that a live pool holds is refused: it is that pool's.
+func writeHeldJoinFile(path string, j Join) (*os.File, error) {
+	if old, err := regfile.Open(path); err == nil {
+		err = flock(old, syscall.LOCK_EX|syscall.LOCK_NB)
+		old.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("cluster: join file %s: another pool that runs now holds it; give this pool a join file of its own", path)
+		}
+	}
+	if err := WriteJoinFile(path, j); err != nil {
+		return nil, err
+	}
+	f, err := regfile.Open(path)
+	if err == nil {
+		err = flock(f, syscall.LOCK_SH)
+	}
+	if err == nil && !isFile(f, path) {
+		err = errors.New("replaced as it was written")
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, fmt.Errorf("cluster: join file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// removeHeldJoinFile closes f, a join file that writeHeldJoinFile wrote at
+// path, after removing path if it is f still: a file that another pool
+// wrote there since is its own.
+func removeHeldJoinFile(f *os.File, path string) error {
+	var err error
+	if isFile(f, path) {
+		err = os.Remove(path)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// isFile reports whether path names the open file f.
+func isFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// flock is flock(2) of f, again when a signal interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
 // ReadJoinFile reads the join file at path, which must be a regular file:
 // a named pipe, a device or a directory is refused at once, without
 // waiting for a writer, with an error that says what it is. It refuses a

@@ -3,12 +3,17 @@
 package main_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // The tests of this file are repros of issue 33 ("Nothing lost, part
@@ -280,4 +285,154 @@ func TestReportGarbageRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKilledListenPoolLeavesNoFiles: poolrun run --listen killed with
+// SIGKILL, with no local worker (-j 0, its job waiting for one) and with
+// one that runs the job, leaves neither its join file nor its lock file:
+// its janitor removes them.
+func TestKilledListenPoolLeavesNoFiles(t *testing.T) {
+	for _, jobs := range []string{"0", "1"} {
+		t.Run("-j "+jobs, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: long\n    run: touch started; while [ ! -e go ]; do sleep 0.05; done\n"})
+			t.Cleanup(func() { os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) }) // should the command be left
+			joinFile := filepath.Join(dir, "run.join")
+			lockFile := filepath.Join(dir, ".wf.yaml.poolrun-lock")
+			cmd, out := startRun(t, dir, "--quiet", "-j", jobs, "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+			waitFor(t, "the join file and the lock file", out, func() bool {
+				_, jerr := os.Stat(joinFile)
+				_, lerr := os.Stat(lockFile)
+				return jerr == nil && lerr == nil
+			})
+			if jobs != "0" {
+				waitFor(t, "the job started", out, func() bool {
+					_, err := os.Stat(filepath.Join(dir, "started"))
+					return err == nil
+				})
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			waitFor(t, "the killed pool's join file and lock file are removed", out, func() bool {
+				_, jerr := os.Lstat(joinFile)
+				_, lerr := os.Lstat(lockFile)
+				return errors.Is(jerr, os.ErrNotExist) && errors.Is(lerr, os.ErrNotExist)
+			})
+		})
+	}
+}
+
+// TestJoinFileOfLivePoolRefused: a pool whose --join-file is that of a
+// pool that runs is refused with exit status 2 before any job runs; the
+// running pool's join file is left as it was, and a worker joins through
+// it.
+func TestJoinFileOfLivePoolRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a/wf.yaml": "jobs:\n  - id: a\n    run: touch ran\n",
+		"b/wf.yaml": "jobs:\n  - id: b\n    run: touch ran\n",
+	})
+	joinFile := filepath.Join(dir, "run.join")
+	first, out := startRun(t, filepath.Join(dir, "a"), "--quiet", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", joinFile, "wf.yaml")
+	waitFor(t, "the first pool's join file", out, func() bool {
+		_, err := os.Stat(joinFile)
+		return err == nil
+	})
+	before := idOf(t, joinFile)
+	r := poolrun(t, filepath.Join(dir, "b"), "run", "--quiet", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", joinFile, "wf.yaml")
+	if want := "join file " + joinFile + ": another pool that runs now holds it"; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("the second pool: exit %d, stderr:\n%s\nwant exit 2 and %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b", "ran")); err == nil {
+		t.Error("the second pool's job ran")
+	}
+	if after := idOf(t, joinFile); after != before {
+		t.Fatalf("the first pool's join file was replaced or changed")
+	}
+	if r := poolrun(t, dir, "worker", "--join-file", joinFile, "-j", "1"); r.code != 0 {
+		t.Errorf("a worker through the first pool's join file: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first pool: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a", "ran")); err != nil {
+		t.Errorf("the first pool's job did not run: %v", err)
+	}
+}
+
+// TestJanitorSparesHeldJoinFile: the janitor of a killed --listen pool
+// leaves a join file at the pool's path that someone holds a flock(2) of
+// (a pool that wrote its own there since: here the test, as such a pool
+// does), and does the rest of its work.
+func TestJanitorSparesHeldJoinFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: a\n    run: touch ran\n"})
+	joinFile := filepath.Join(dir, "run.join")
+	pool, out := startRun(t, dir, "--quiet", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", joinFile, "wf.yaml")
+	var janitor int
+	waitFor(t, "the pool's join file and janitor", out, func() bool {
+		if _, err := os.Stat(joinFile); err != nil {
+			return false
+		}
+		for _, c := range proctest.Children(pool.Process.Pid) {
+			if slices.ContainsFunc(proctest.Environ(c), func(e string) bool { return strings.HasPrefix(e, execflow.JanitorEnv+"=") }) {
+				janitor = c
+				return true
+			}
+		}
+		return false
+	})
+	// Another join file in its place, held as a running pool holds its.
+	other := filepath.Join(dir, "other.join")
+	if err := os.WriteFile(other, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, joinFile); err != nil {
+		t.Fatal(err)
+	}
+	want := idOf(t, joinFile)
+
+	pool.Process.Signal(syscall.SIGKILL)
+	pool.Wait()
+	if left := proctest.WaitGone([]int{janitor}, time.Minute); len(left) > 0 {
+		t.Fatalf("the killed pool's janitor (pid %d) is there a minute on", janitor)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".wf.yaml.poolrun-lock")); err == nil {
+		t.Error("the janitor left the lock file: it did not do its work")
+	}
+	if _, err := os.Lstat(joinFile); err != nil || idOf(t, joinFile) != want {
+		t.Errorf("the held join file, after the janitor: %v; want it as it was", err)
+	}
+}
+
+// TestKilledSerialRunLeavesNothing: poolrun run -j 0 (serial, as
+// --serial: its commands run in poolrun's process) killed with SIGKILL
+// under a command has a janitor too: the command's child (the sleep of
+// "sleep N; echo hi", which the shell's parent-death signal does not
+// reach) is killed, and the lock file removed.
+func TestKilledSerialRunLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	arg := uniqueArg(60)
+	killAll(t, "sleep", arg)
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: long\n    run: sleep " + arg + "; echo hi\n"})
+	cmd, out := startRun(t, dir, "--quiet", "-j", "0", "wf.yaml")
+	waitProcs(t, "sleep", arg)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	waitFor(t, "the command's child is killed and the lock file removed", out, func() bool {
+		_, err := os.Lstat(filepath.Join(dir, ".wf.yaml.poolrun-lock"))
+		return len(procsWithArgs("sleep", arg)) == 0 && errors.Is(err, os.ErrNotExist)
+	})
 }

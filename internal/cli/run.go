@@ -100,7 +100,8 @@ variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. Should poolrun
 be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders.
+left running and removes its scratch folders, its lock file and its join
+file.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds
@@ -314,11 +315,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opts.Plan = plan
 	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
 	opts.Retries = f.retries
+	opts.JoinFile = f.joinFile
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
 	var janitor *startingJanitor
-	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
+	if toRun > 0 {
 		janitor = startJanitor(opts)
 		defer janitor.close()
 	}
