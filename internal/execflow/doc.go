@@ -234,7 +234,8 @@
 // set, which kills every process of this user's whose mark ([OwnerEnv])
 // names the pool's process (by its pid and start time: a process that had
 // the pid earlier is another), an inner run's commands included, and
-// removes its scratch folders, then exits; [Janitor.Close], once the pool
+// removes its scratch folders, its workflow's lock file and its join file
+// ([Options.JoinFile]), then exits; [Janitor.Close], once the pool
 // has run, dismisses it, and it exits doing nothing. A program that starts a
 // janitor must call [Init] early in main (and in TestMain of a test binary
 // that plays it), right after engine.Init: in the janitor it does the

@@ -73,7 +73,8 @@ type Janitor struct {
 // ([MakeTempDir]) with the proofs [SweepScratch] asks for, once this
 // process is gone (waiting for that a couple of seconds at most), and,
 // with opts.Plan, the lock file of its workflow ([LockWorkflow]) if this
-// process held it and no other run has taken it since, and exits 0. A
+// process held it and no other run has taken it since, and opts.JoinFile
+// unless a live process holds a flock(2) of it, and exits 0. A
 // command's outputs are not its business: the next run decides from its
 // files and the state file.
 func StartJanitor(opts Options) (*Janitor, error) {
@@ -108,6 +109,9 @@ func StartJanitor(opts Options) (*Janitor, error) {
 		if lock, err := filepath.Abs(workflow.LockFile(opts.Plan.wf.File)); err == nil {
 			cmd.Env = append(cmd.Env, janitorLockEnv+"="+lock)
 		}
+	}
+	if join, err := filepath.Abs(opts.JoinFile); opts.JoinFile != "" && err == nil {
+		cmd.Env = append(cmd.Env, janitorJoinEnv+"="+join)
 	}
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
@@ -195,9 +199,19 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 			status = 1
 		}
 	}
+	if join := os.Getenv(janitorJoinEnv); join != "" {
+		if err := removeUnheld(join); err != nil {
+			fmt.Fprintf(stderr, "poolrun janitor: removing the join file of poolrun (pid %d): %v\n", pid, err)
+			status = 1
+		}
+	}
 	return status
 }
 
 // janitorLockEnv holds, in the janitor's environment, the path of the
 // lock file of the workflow its pool's process runs.
 const janitorLockEnv = "POOLRUN_JANITOR_LOCK"
+
+// janitorJoinEnv holds, in the janitor's environment, the path of the
+// join file of its pool's server ([Options.JoinFile]).
+const janitorJoinEnv = "POOLRUN_JANITOR_JOIN"

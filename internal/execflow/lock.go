@@ -161,3 +161,25 @@ func removeDeadLock(name string, pid int) error {
 	}
 	return os.Remove(name)
 }
+
+// removeUnheld removes the regular file name unless some process holds a
+// flock(2) of it: a pool's join file, which the pool holds while it runs
+// (package cluster). A file that is not there, or not a regular file, is
+// left alone with no error.
+func removeUnheld(name string) error {
+	if fi, err := os.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if flock(f, syscall.LOCK_EX|syscall.LOCK_NB) != nil || !samePath(f, name) {
+		return nil // held, or replaced since
+	}
+	return os.Remove(name)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/poolrun/poolrun/internal/workflow"
@@ -79,4 +80,38 @@ func TestRemoveDeadLock(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// removeUnheld removes a file only when nobody holds a lock of it, and
+// leaves what is not a regular file alone.
+func TestRemoveUnheld(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "run.join")
+	if err := os.WriteFile(name, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flock(held, syscall.LOCK_SH); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnheld(name); err != nil || !exists(name) {
+		t.Errorf("a held file: %v, exists %v; want it kept", err, exists(name))
+	}
+	held.Close()
+	if err := removeUnheld(name); err != nil || exists(name) {
+		t.Errorf("a file nobody holds: %v, exists %v; want it removed", err, exists(name))
+	}
+	if err := removeUnheld(name); err != nil {
+		t.Errorf("no file: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeUnheld(fifo); err != nil || !exists(fifo) {
+		t.Errorf("a FIFO: %v, exists %v; want it kept", err, exists(fifo))
+	}
 }
