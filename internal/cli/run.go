@@ -98,9 +98,12 @@ command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
 variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all. Should poolrun
-be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders.
+the commands with poolrun, and fg or bg continues them all. What a
+command starts in a session of its own (setsid) is killed (SIGKILL) once
+the command has ended: at once, or at most a second later, and at the
+latest when poolrun ends. Should poolrun be killed (SIGKILL), a janitor
+process it started kills what its commands left running and removes its
+scratch folders.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds

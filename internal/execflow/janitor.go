@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/poolrun/poolrun/internal/spawn"
 	"github.com/poolrun/poolrun/internal/workflow"
@@ -24,10 +23,6 @@ const JanitorEnv = "POOLRUN_JANITOR"
 // dismissal is what [Janitor.Close] writes before it closes the pipe: the
 // pool's process ended its work itself, and the janitor has nothing to do.
 const dismissal = "done\n"
-
-// janitorRounds bounds the rounds of SIGKILL to the marked processes: a
-// process that forked while the others were killed is found in the next.
-const janitorRounds = 10
 
 // Init must be called early in main (and in TestMain) of a program that
 // calls [StartJanitor], right after engine.Init: in a janitor process (the
@@ -67,7 +62,7 @@ type Janitor struct {
 // died), it becomes this program (see [Init]), which kills with SIGKILL
 // every process of this user's marked as a command of this process's
 // pool, or one a command started, an inner run's included (its [OwnerEnv]
-// mark has a pair with this process's tag; found in /proc, on Linux: see
+// mark has an owner with this process's tag; found in /proc, on Linux: see
 // spawn.SignalTagged), a few rounds until none is left, then removes this
 // process's scratch folders from the scratch root and from os.TempDir()
 // ([MakeTempDir]) with the proofs [SweepScratch] asks for, once this
@@ -130,11 +125,15 @@ func StartJanitor(opts Options) (*Janitor, error) {
 // first commands start (bench/README.md has the figures).
 var janitorWaiter = `: poolrun janitor; read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
 
-// Close dismisses the janitor: call it once the pool's Run has returned,
-// when this process has ended its work itself. The janitor exits at once,
-// doing nothing, and is reaped in the background. Closing again does
-// nothing; the error is that of the first Close.
+// Close ends what this process's commands left running outside their
+// process groups and that is still to be ended (see "Stopping" in the
+// package documentation), and dismisses the janitor: call it once the
+// pool's Run has returned, when this process has ended its work itself.
+// The janitor exits at once, doing nothing, and is reaped in the
+// background. Closing again does nothing; the error is that of the first
+// Close.
 func (j *Janitor) Close() error {
+	leftovers.flush()
 	var err error
 	j.closed.Do(func() {
 		_, err = io.WriteString(j.pipe, dismissal)
@@ -171,13 +170,7 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 	}
 	// The pool's process died: what its commands left running ends, then
 	// its scratch folders go.
-	ours := spawn.OwnedByPool(tag)
-	for range janitorRounds {
-		if spawn.SignalTagged(ours, syscall.SIGKILL) == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	killMarked(spawn.OwnedByPool(tag))
 	status := 0
 	roots := []string{root}
 	if tmp := os.TempDir(); !sameDir(tmp, root) {
