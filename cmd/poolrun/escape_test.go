@@ -17,7 +17,8 @@ import (
 )
 
 // Issue 33's smaller items: a process that a command starts in a session
-// of its own (setsid) ends with its job, or at the latest with the run.
+// of its own (setsid) ends with its job, or at the latest with the run;
+// a killed janitor is replaced.
 
 // escapeLimit bounds the wait for a process that poolrun is to end.
 const escapeLimit = 30 * time.Second
@@ -160,5 +161,56 @@ func TestEscapedEndWithTheRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJanitorReplaced: poolrun run whose janitor is killed starts another
+// at once and says so; killed with SIGKILL afterwards, it leaves nothing
+// running: the new janitor kills its command's child (which the shell's
+// parent-death signal does not reach) and its daemon.
+func TestJanitorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	arg, d := uniqueArg(300), uniqueArg(300)
+	killAll(t, "sleep", arg)
+	killAll(t, "sleep", d)
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: long\n    run: |\n" +
+		daemon("-f", "d.pid", d) + "      sleep " + arg + "; echo hi\n"})
+	cmd, out := startRun(t, dir, "--quiet", "wf.yaml")
+	waitFor(t, "the command's sleep and daemon", out, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "d.pid"))
+		return err == nil && len(procsWithArgs("sleep", arg)) > 0
+	})
+	sleep, err := unix.PidfdOpen(procsWithArgs("sleep", arg)[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(sleep)
+	daemonFD := watchPID(t, dir, "d.pid")
+
+	first := janitorOf(t, cmd.Process.Pid)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	said := fmt.Sprintf("poolrun: the janitor (pid %d) ended (signal: killed); started another (pid ", first)
+	waitFor(t, "poolrun says it replaced its janitor", out, func() bool { return strings.Contains(out.String(), said) })
+	second := janitorOf(t, cmd.Process.Pid)
+	if second == first || !strings.Contains(out.String(), fmt.Sprintf("%s%d)\n", said, second)) {
+		t.Fatalf("poolrun's janitor is %d (the killed one %d); poolrun said:\n%s", second, first, out)
+	}
+	janitor, err := unix.PidfdOpen(second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(janitor)
+
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for _, p := range []struct {
+		what string
+		fd   int
+	}{{"the command's sleep", sleep}, {"its daemon", daemonFD}, {"the new janitor", janitor}} {
+		if !gone(t, p.fd) {
+			t.Errorf("%s runs on %v after poolrun was killed", p.what, escapeLimit)
+		}
 	}
 }

@@ -103,7 +103,8 @@ command starts in a session of its own (setsid) is killed (SIGKILL) once
 the command has ended: at once, or at most a second later, and at the
 latest when poolrun ends. Should poolrun be killed (SIGKILL), a janitor
 process it started kills what its commands left running and removes its
-scratch folders.
+scratch folders; a janitor that is killed is replaced at once, and poolrun
+says so.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds

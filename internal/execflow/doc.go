@@ -230,10 +230,12 @@
 // set, which kills every process of this user's whose mark ([OwnerEnv])
 // names the pool's process (by its pid and start time: a process that had
 // the pid earlier is another), an inner run's commands included, and
-// removes its scratch folders, then exits. [Janitor.Close], once the pool
-// has run, kills what the pool's commands left outside their process
-// groups that is still to be killed (see "Stopping") and dismisses the
-// janitor, which exits doing nothing. A program that starts a
+// removes its scratch folders, then exits. A janitor that ends before
+// the pool's process (killed, say) is replaced at once by another, and
+// the pool's process says so on its standard error. [Janitor.Close], once
+// the pool has run, kills what the pool's commands left outside their
+// process groups that is still to be killed (see "Stopping") and
+// dismisses the janitor, which exits doing nothing. A program that starts a
 // janitor must call [Init] early in main (and in TestMain of a test binary
 // that plays it), right after engine.Init: in the janitor it does the
 // janitor's work and exits; elsewhere it returns at once. The janitor
@@ -258,8 +260,9 @@
 //     again: should it end and its pid be taken between the check and the
 //     signal, the newcomer gets the signal.
 //   - A process killed with SIGKILL before it could start its janitor,
-//     or whose janitor was killed too, leaves what its commands started,
-//     and its scratch folders until the next [SweepScratch].
+//     or right after its janitor, before it could start another, leaves
+//     what its commands started, and its scratch folders until the next
+//     [SweepScratch].
 //   - A worker whose parent dies is sent SIGTERM by the engine and stops
 //     its commands as above. A worker stopped (SIGSTOP, Ctrl-Z) when its
 //     parent is killed with SIGKILL stays stopped, with its commands, until
