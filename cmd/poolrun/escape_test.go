@@ -18,7 +18,8 @@ import (
 
 // Issue 33's smaller items: a process that a command starts in a session
 // of its own (setsid) ends with its job, or at the latest with the run;
-// a killed janitor is replaced.
+// a killed janitor is replaced; a workflow reached through a link is the
+// same workflow for the lock.
 
 // escapeLimit bounds the wait for a process that poolrun is to end.
 const escapeLimit = 30 * time.Second
@@ -212,5 +213,47 @@ func TestJanitorReplaced(t *testing.T) {
 		if !gone(t, p.fd) {
 			t.Errorf("%s runs on %v after poolrun was killed", p.what, escapeLimit)
 		}
+	}
+}
+
+// TestOneRunThroughLinks: while a run of wf.yaml runs, a run of the same
+// file through a symbolic link, and through a hard link, is refused as a
+// second run of wf.yaml is, naming the first, and leaves no lock file.
+func TestOneRunThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.yaml": `jobs:
+  - id: slow
+    run: |
+      if [ -e started ]; then echo again >> ran.log; exit 0; fi
+      touch started; i=0; until [ -e go ]; do i=$((i+1)); [ $i -lt 6000 ] || exit 1; sleep 0.01; done
+      echo first >> ran.log
+`})
+	if err := os.Symlink("wf.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "wf.yaml"), filepath.Join(dir, "hard.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	first, out := startRun(t, dir, "--quiet", "wf.yaml")
+	waitFor(t, "the first run's job started", out, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil
+	})
+	for _, name := range []string{"link.yaml", "hard.yaml"} {
+		r := poolrun(t, dir, "run", "--quiet", name)
+		want := fmt.Sprintf("poolrun run: %s is being run by another poolrun (pid %d): wait for it to end, or give --wait", name, first.Process.Pid)
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("a run through %s: exit %d, stderr:\n%s\nwant exit 1 and %q", name, r.code, r.stderr, want)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "."+name+".poolrun-lock")); err == nil {
+			t.Errorf("the refused run through %s left its lock file", name)
+		}
+	}
+	writeFiles(t, dir, map[string]string{"go": ""})
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "ran.log")); string(b) != "first\n" {
+		t.Errorf("ran.log: %q, want the first run's job alone", b)
 	}
 }

@@ -179,9 +179,11 @@ cut off (kill -9, a power cut) leaves no job looking done, and the next run
 runs them again ("incomplete (the last run was cut off)"), as it does a job
 that failed. A job whose worker died keeps what it wrote until then.
 
-One run of a workflow at a time: a second poolrun run of the same file
-refuses, naming the first one's pid, or with --wait waits for it to end.
-The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
+One run of a workflow at a time: a second poolrun run of the same file,
+by the same name or another (a symbolic or hard link), refuses, naming
+the first one's pid, or with --wait waits for it to end. The locks (of
+the file itself, and .FILE.poolrun-lock, removed at the end) die with
+their holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
 commands too, in the same working folder, where their outputs land: it
