@@ -105,10 +105,13 @@ command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
 variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all. Should poolrun
-be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders, its lock file and its join
-file.
+the commands with poolrun, and fg or bg continues them all. What a
+command starts in a session of its own (setsid) is killed (SIGKILL) once
+the command has ended: at once, or at most a second later, and at the
+latest when poolrun ends. Should poolrun be killed (SIGKILL), a janitor
+process it started kills what its commands left running and removes its
+scratch folders, its lock file and its join file; a janitor that is
+killed is replaced at once, and poolrun says so.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds
@@ -197,9 +200,11 @@ power cut) leaves no job looking done, and the next run runs them again
 ("incomplete (the last run was cut off)"), as it does a job that failed.
 A job whose worker died keeps what it wrote until then.
 
-One run of a workflow at a time: a second poolrun run of the same file
-refuses, naming the first one's pid, or with --wait waits for it to end.
-The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
+One run of a workflow at a time: a second poolrun run of the same file,
+by the same name or another (a symbolic or hard link), refuses, naming
+the first one's pid, or with --wait waits for it to end. The locks (of
+the file itself, and .FILE.poolrun-lock, removed at the end) die with
+their holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
 commands too, in the same working folder, where their outputs land: it
