@@ -48,7 +48,15 @@
 // Whoever can read the file can run the pool's jobs, so the file must be
 // private, as ssh asks of a private key: ReadJoinFile refuses one that
 // gives group or others any permission (keep it mode 0600), and one with
-// anything but white space after its JSON object.
+// anything but white space after its JSON object. Whoever can write it
+// chooses the pool whose commands a worker runs, so ReadJoinFile also
+// refuses a file that the reading process's user does not own, root
+// included. While the pool runs, its [Listener] holds a shared flock(2)
+// of the join file; [Listener.Close] removes the file, unless another
+// pool has written its own there since. A process that can lock the file
+// exclusively knows its pool is gone: poolrun's janitor removes a killed
+// pool's join file so, and [Listen] refuses to write over a join file
+// that a running pool holds.
 //
 // # The host agent
 //

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/regfile"
@@ -87,13 +88,85 @@ func WriteJoinFile(path string, j Join) error {
 	return nil
 }
 
+// writeHeldJoinFile writes j to path as WriteJoinFile does, and returns
+// the file open with a shared flock(2) of it, which lasts until the file
+// is closed (or this process ends, however it ends). A pool holds its
+// join file so while it runs: whoever can take an exclusive lock of the
+// file knows that the pool that wrote it is gone, as poolrun's janitor
+// does before it removes a killed pool's join file (package execflow). A
+// join file at path that a live pool holds is refused: it is that pool's.
+func writeHeldJoinFile(path string, j Join) (*os.File, error) {
+	if old, err := regfile.Open(path); err == nil {
+		err = flock(old, syscall.LOCK_EX|syscall.LOCK_NB)
+		old.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("cluster: join file %s: another pool that runs now holds it; give this pool a join file of its own", path)
+		}
+	}
+	if err := WriteJoinFile(path, j); err != nil {
+		return nil, err
+	}
+	f, err := regfile.Open(path)
+	if err == nil {
+		err = flock(f, syscall.LOCK_SH)
+	}
+	if err == nil && !isFile(f, path) {
+		err = errors.New("replaced as it was written")
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, fmt.Errorf("cluster: join file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// removeHeldJoinFile closes f, a join file that writeHeldJoinFile wrote at
+// path, after removing path if it is f still: a file that another pool
+// wrote there since is its own.
+func removeHeldJoinFile(f *os.File, path string) error {
+	var err error
+	if isFile(f, path) {
+		err = os.Remove(path)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// isFile reports whether path names the open file f.
+func isFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// flock is flock(2) of f, again when a signal interrupts it.
+func flock(f *os.File, how int) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
 // ReadJoinFile reads the join file at path, which must be a regular file:
 // a named pipe, a device or a directory is refused at once, without
-// waiting for a writer, with an error that says what it is. As ssh does
-// with a private key, it refuses a file that gives group or others any
-// permission, since the file holds the pool's credential; the error names
-// the file, its mode and the chmod that fixes it. The file must hold one
-// JSON object and nothing after it but white space.
+// waiting for a writer, with an error that says what it is. It refuses a
+// file that this process's user (its effective uid) does not own, root
+// included: the file says whose pool to join, and a worker runs the
+// commands that pool sends, so a file of another user's could make it run
+// that user's commands as its own. As ssh does with a private key, it
+// refuses a file that gives group or others any permission, since the
+// file holds the pool's credential. Either error names the file and says
+// what fixes it. The file must hold one JSON object and nothing after it
+// but white space.
 func ReadJoinFile(path string) (Join, error) {
 	var j Join
 	data, err := readPrivateFile(path)
@@ -132,8 +205,8 @@ func ReadJoinFile(path string) (Join, error) {
 
 // readPrivateFile reads the join file at path, opened as regfile opens a
 // file, after checking on the open descriptor (not on path, which may
-// have been replaced since) that only its owner has any permission on it.
-// Errors name path.
+// have been replaced since) that this process's user owns it and that
+// only its owner has any permission on it. Errors name path.
 func readPrivateFile(path string) ([]byte, error) {
 	f, err := regfile.Open(path)
 	if err != nil {
@@ -143,6 +216,12 @@ func readPrivateFile(path string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: join file: %w", err) // names the path
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("cluster: join file %s is owned by uid %d, not by this process's user (uid %d): "+
+			"a worker runs the commands of the pool that the file names, and joins only a pool of its own user's; "+
+			"run the worker as uid %d, or chown %d %s",
+			path, st.Uid, os.Geteuid(), st.Uid, os.Geteuid(), path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("cluster: join file %s has mode %04o: group or others have access to the pool's credential; "+

@@ -3,10 +3,13 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,4 +90,79 @@ func TestWorkerCannotWrite(t *testing.T) {
 	}
 	cancel()
 	<-ran
+}
+
+// TestJoinFileOwner: a join file that another user owns is refused, root
+// or not, with an error that names the file, its owner and the fix; one
+// of this user's own is read.
+func TestJoinFileOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another user needs root")
+	}
+	path := filepath.Join(t.TempDir(), "run.join")
+	if err := cluster.WriteJoinFile(path, cluster.Join{URL: "nats://127.0.0.1:4222", Token: "t", Protocol: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cluster.ReadJoinFile(path)
+	for _, want := range []string{path + " is owned by uid 65534, not by this process's user (uid 0)", "chown 0 " + path} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("another user's join file: %v; want an error saying %q", err, want)
+		}
+	}
+	if err := os.Chown(path, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.ReadJoinFile(path); err != nil {
+		t.Errorf("this user's join file: %v", err)
+	}
+}
+
+// TestListenerHoldsJoinFile: while a Listener is open it holds a flock(2)
+// of its join file, so that an exclusive lock cannot be had and a second
+// Listen with the same join file is refused, and Close removes the file.
+// A file that another pool has written at the path since is left to it.
+func TestListenerHoldsJoinFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, replaced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replaced %v", replaced), func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("run-%v.join", replaced))
+			l, err := cluster.Listen("", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			f.Close()
+			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				t.Errorf("an exclusive lock of the open listener's join file: %v; want EWOULDBLOCK", err)
+			}
+			if l2, err := cluster.Listen("", path); err == nil || !strings.Contains(err.Error(), "another pool that runs now holds it") {
+				t.Errorf("a second Listen with the join file of an open one: %v; want it refused", err)
+				if l2 != nil {
+					l2.Close()
+				}
+			}
+			if replaced {
+				if err := cluster.WriteJoinFile(path, cluster.Join{URL: "nats://x:1", Token: "t", Protocol: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, err = os.Lstat(path)
+			if replaced && err != nil {
+				t.Errorf("Close removed a join file written since: %v", err)
+			}
+			if !replaced && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the join file after Close: %v; want it removed", err)
+			}
+		})
+	}
 }

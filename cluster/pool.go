@@ -96,6 +96,7 @@ type Listener struct {
 	srv      *Server
 	nc       *nats.Conn // the pool's connection: every host's streams
 	joinFile string
+	joinHeld *os.File // the join file, open and locked (writeHeldJoinFile)
 
 	mu    sync.Mutex
 	hosts map[string]*remoteHost // by agent id
@@ -164,12 +165,13 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 		srv.Close()
 		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
 	}
-	if err := WriteJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint())); err != nil {
+	held, err := writeHeldJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint()))
+	if err != nil {
 		nc.Close()
 		srv.Close()
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
-	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
+	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, joinHeld: held, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
 	go l.watchConns()
 	return l, nil
 }
@@ -188,7 +190,7 @@ func (l *Listener) Close() error {
 	}
 	// The join file goes first: a worker on this host that loses its
 	// connection without the notice finds it gone (see session.poolEnded).
-	rerr := os.Remove(l.joinFile)
+	rerr := removeHeldJoinFile(l.joinHeld, l.joinFile)
 	l.nc.Close()
 	err := l.srv.Close()
 	if err == nil && !errors.Is(rerr, os.ErrNotExist) {

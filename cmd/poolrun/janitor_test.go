@@ -76,9 +76,11 @@ func startAsPID(t *testing.T, pid int, dir string, args ...string) *exec.Cmd {
 
 // TestJanitorSparesEarlierRun forces the pid of a finished run on a new
 // run (through ns_last_pid). The finished run left a daemon, a sleep in a
-// session of its own whose mark names that pid; the new run, killed with
-// SIGKILL, has its janitor kill its own command's daemon, but not the
-// earlier run's: the mark names a process by its start time too.
+// session of its own whose mark names that pid (the daemon took its
+// command's number off the mark, so that the run's end spared it); the
+// new run, killed with SIGKILL, has its janitor kill its own command's
+// daemon, but not the earlier run's: the mark names a process by its
+// start time too.
 func TestJanitorSparesEarlierRun(t *testing.T) {
 	if f, err := os.OpenFile(lastPID, os.O_WRONLY, 0); err != nil {
 		t.Skipf("cannot choose the pid of a new process: %v", err)
@@ -90,11 +92,14 @@ func TestJanitorSparesEarlierRun(t *testing.T) {
 	killAll(t, "sleep", earlier)
 	killAll(t, "sleep", own)
 	// The earlier run's command waits until its daemon is in a session of
-	// its own: the end of the command kills its process group.
+	// its own, and bears the run's mark without the command's number: the
+	// end of the command kills its process group, and what bears its
+	// number.
 	os.WriteFile(filepath.Join(dir, "earlier.yaml"), []byte(fmt.Sprintf(`jobs:
   - id: daemon
     run: |
-      setsid sh -c 'touch started; exec sleep %s' </dev/null >/dev/null 2>&1 &
+      own=$(echo "$POOLRUN_OWNER" | sed 's/:[0-9]*$//')
+      setsid env POOLRUN_OWNER="$own" sh -c 'touch started; exec sleep %s' </dev/null >/dev/null 2>&1 &
       i=0
       while [ ! -e started ]; do
         i=$((i+1)); [ $i -lt 3000 ] || { echo "the daemon did not start" >&2; exit 1; }

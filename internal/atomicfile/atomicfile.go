@@ -9,15 +9,39 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 // Write writes data to path atomically: into a temporary file in the same
 // folder, created exclusively under a random name (never through a
 // symbolic link) with mode 0666 less the umask, as any Unix tool's file,
-// synced and renamed to path, and the folder synced. A symbolic link at
-// path is refused, neither followed nor replaced. On an error the
-// temporary file is removed and path is as it was.
+// synced and renamed to path, and the folder synced. It replaces only a
+// regular file: what else path names is refused as [Check] refuses it,
+// neither followed nor replaced. On an error the temporary file is
+// removed and path is as it was.
 func Write(path string, data []byte) error { return WriteMode(path, data, 0o666) }
+
+// Check returns the error that [Write] would return for what path names
+// now, before anything is written: nil for nothing (path is to be
+// created) or a regular file, and a [*regfile.NotRegularError] that names
+// path for anything else. A symbolic link is refused whatever it points
+// to, since Write neither writes through one nor replaces it; so are a
+// folder, a device, a named pipe (FIFO) and a socket, which a rename would
+// replace: /dev/null made a regular file, say. Any other error is that of
+// lstat(2), which names path.
+func Check(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return &regfile.NotRegularError{Path: path, Mode: fi.Mode().Type()}
+	}
+	return nil
+}
 
 // WriteMode is Write with the file's mode perm less the umask, rather than
 // 0666 less the umask: 0600 for a file that only its owner may read.
@@ -34,9 +58,9 @@ func WriteMode(path string, data []byte, perm os.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			err = fmt.Errorf("%s is a symbolic link: refusing to write through it or replace it", path)
-		}
+		// Checked again last: path may have become something else while
+		// the data was written.
+		err = Check(path)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

@@ -100,7 +100,14 @@ func (f *poolFlags) check() error {
 	if err := checkTLSFlags(f.listen, f.tlsCert, f.tlsKey); err != nil {
 		return err
 	}
-	return f.checkCommon()
+	if err := f.checkCommon(); err != nil {
+		return err
+	}
+	if f.joinFile == "" {
+		return nil
+	}
+	return checkOwnFile("poolrun: --join-file", f.joinFile,
+		keptFile{"the --report", f.report}, keptFile{"the --tls-cert", f.tlsCert}, keptFile{"the --tls-key", f.tlsKey})
 }
 
 // checkCommon checks the flags that registerCommon registers: the
@@ -125,8 +132,9 @@ func (f *poolFlags) checkCommon() error {
 
 // checkReportPath refuses a --report path that could not be written when
 // the pool has run: one whose folder is missing or not a folder, one that
-// is a folder, and one in whose folder no file can be made (a read-only
-// folder or file system, a name too long). The last is tried for real: a
+// is a folder, one that is not poolrun's to replace (checkOwnFile), and
+// one in whose folder no file can be made (a read-only folder or file
+// system, a name too long). The last is tried for real: a
 // file of the shape of the temporary file that the report is written
 // through (see writeReport) is made in the folder and removed, since
 // asking access(2) would tell root yes where the write then fails.
@@ -137,6 +145,9 @@ func checkReportPath(path string) error {
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return badInputf("poolrun: --report %s: is a folder; want a file name", path)
+	}
+	if err := checkOwnFile("poolrun: --report", path); err != nil {
+		return err
 	}
 	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

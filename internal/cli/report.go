@@ -34,8 +34,11 @@ count, a row per run, and says so.
 
 const reportDetails = `The page goes to the PAGE.html of -o, by default beside the report, named
 as it is with .html for .json (r.json: r.html); it is written whole or not
-at all, and its path is printed. A file that is not a poolrun report, or of
-a newer version than this poolrun reads, is refused with exit status 2.
+at all, over nothing but a regular file other than the report (a device, a
+FIFO, a symbolic link is refused), and its path is printed. A file that is
+not a poolrun report, or of a newer version than this poolrun reads, is
+refused with exit status 2; one whose first 64 KiB cannot begin a report
+is refused from them, however large it is.
 docs/REPORT.md describes the report's fields.
 
 --format trace writes the Chrome trace event format instead (by default to
@@ -53,6 +56,11 @@ Examples:
 // maxReportSize bounds the report that poolrun report reads, 1 GiB: a
 // report of a million jobs is about 400 MiB.
 const maxReportSize = 1 << 30
+
+// reportHead is how much of a file poolrun report reads before the rest:
+// a file whose first bytes cannot begin a report is refused from them
+// (see checkReportHead), not read whole.
+const reportHead = 64 << 10
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var out, format string
@@ -86,11 +94,11 @@ func makePage(in, out, format string, stdout io.Writer) error {
 			out = strings.TrimSuffix(in, ".json") + ".trace.json"
 		}
 	}
-	if out == in {
-		return badInputf("poolrun report: -o %s: that is the report itself", out)
-	}
 	if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
 		return badInputf("poolrun report: -o %s: no folder %s to write it in", out, filepath.Dir(out))
+	}
+	if err := checkOwnFile("poolrun report: -o", out, keptFile{"the report itself", in}); err != nil {
+		return err
 	}
 	rep, err := loadReport(in)
 	if err != nil {
@@ -144,9 +152,10 @@ var (
 // loadReport reads and checks the report in file path: a regular file (a
 // named pipe, a device or a directory is refused at once) of JSON of at
 // most maxReportSize bytes, of a pool (version 0 to reportVersion) or of a
-// bench. The errors name the file.
+// bench. A file whose first reportHead bytes cannot begin a report is
+// refused from them. The errors name the file.
 func loadReport(path string) (*loadedReport, error) {
-	data, err := regfile.ReadFile(path, maxReportSize)
+	data, err := readReport(path)
 	var big *regfile.TooLargeError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -157,6 +166,48 @@ func loadReport(path string) (*loadedReport, error) {
 		return nil, err // names the path
 	}
 	return decodeReport(path, data)
+}
+
+// readReport reads the file at path whole, as regfile.ReadFile does with
+// the limit maxReportSize, once its first reportHead bytes have passed
+// checkReportHead.
+func readReport(path string) ([]byte, error) {
+	f, err := regfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() > maxReportSize {
+		f.Close()
+		return regfile.ReadFile(path, maxReportSize) // refused by its size
+	}
+	head := make([]byte, reportHead)
+	n, err := io.ReadFull(f, head)
+	f.Close()
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err // names the path
+	}
+	if err := checkReportHead(path, head[:n]); err != nil {
+		return nil, err
+	}
+	return regfile.ReadFile(path, maxReportSize)
+}
+
+// checkReportHead refuses the file at path, whose first bytes are head,
+// unless they could begin a report: a JSON object, whose tokens head
+// holds without a syntax error up to where it ends.
+func checkReportHead(path string, head []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	tok, err := dec.Token()
+	if d, ok := tok.(json.Delim); err == nil && (!ok || d != '{') {
+		return fmt.Errorf("%s: %w: not a JSON object", path, errNotReport)
+	}
+	for err == nil {
+		_, err = dec.Token()
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil // the end of head, or of the file: read on
+	}
+	return fmt.Errorf("%s: %w: %v", path, errNotReport, jsonError(head, err))
 }
 
 // decodeReport checks data, the contents of the report file path (which

@@ -105,9 +105,13 @@ command gets SIGTERM, then SIGKILL. The other jobs go on unless
 --fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
 variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all. Should poolrun
-be killed (SIGKILL), a janitor process it started kills what its commands
-left running and removes its scratch folders.
+the commands with poolrun, and fg or bg continues them all. What a
+command starts in a session of its own (setsid) is killed (SIGKILL) once
+the command has ended: at once, or at most a second later, and at the
+latest when poolrun ends. Should poolrun be killed (SIGKILL), a janitor
+process it started kills what its commands left running and removes its
+scratch folders, its lock file and its join file; a janitor that is
+killed is replaced at once, and poolrun says so.
 
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds
@@ -168,8 +172,9 @@ runs: it never ran here ("output X exists, but no run of this job is
 recorded as making it"), an output is missing, an input is missing or
 newer, its command changed, or a job it runs after runs. A job without
 outputs always runs. This is decided before anything runs, in the order
-of the jobs. --force runs every job anyway, --force JOB-GLOB (repeatable,
-or comma-separated) those whose ids match.
+of the jobs. --force runs every job anyway (so does --force '*', ids with
+a / included), --force JOB-GLOB (repeatable, or comma-separated) those
+whose ids match.
 
 Outputs must lie inside the working folder, also once symbolic links are
 followed: one that resolves elsewhere (../x, /x, ${d}/x with an empty d,
@@ -195,9 +200,11 @@ power cut) leaves no job looking done, and the next run runs them again
 ("incomplete (the last run was cut off)"), as it does a job that failed.
 A job whose worker died keeps what it wrote until then.
 
-One run of a workflow at a time: a second poolrun run of the same file
-refuses, naming the first one's pid, or with --wait waits for it to end.
-The lock (.FILE.poolrun-lock, removed at the end) dies with its holder.
+One run of a workflow at a time: a second poolrun run of the same file,
+by the same name or another (a symbolic or hard link), refuses, naming
+the first one's pid, or with --wait waits for it to end. The locks (of
+the file itself, and .FILE.poolrun-lock, removed at the end) die with
+their holder.
 
 With --listen, workers on other hosts (poolrun worker --join-file) run
 commands too, in the same working folder, where their outputs land: it
@@ -212,8 +219,13 @@ inferred from files dashed, and runs nothing:
 
 FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
 pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
-larger file (exit status 2). -j is capped at the number of jobs that will run: no worker
-starts only to wait (none when every job is skipped).
+larger file (exit status 2). --report and --join-file replace only a
+regular file of their own: one that is a device, a FIFO, a folder or a
+symbolic link, or FILE or its state or lock file by any name (./FILE, a
+hard link), is refused before anything runs (exit status 2).
+
+-j is capped at the number of jobs that will run: no worker starts only
+to wait (none when every job is skipped).
 
 --force takes the argument after it as its pattern unless that is the
 workflow file (the only argument left, or, before the file, a name ending
@@ -282,17 +294,21 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() == 0 {
 		return usageError(fs, "want a workflow file, and targets if any")
 	}
+	if err := wff.enter(); err != nil {
+		return err
+	}
+	// After -C: --report and --join-file are relative to its folder.
 	if err := f.check(); err != nil {
 		return err
 	}
 	if err := inc.check(); err != nil {
 		return err
 	}
-	if err := wff.enter(); err != nil {
-		return err
-	}
 	wf, others, err := wff.load(fs.Arg(0), fs.Args()[1:])
 	if err != nil {
+		return err
+	}
+	if err := f.checkRunFiles(wf.File); err != nil {
 		return err
 	}
 	if !inc.dryRun && !inc.dag {
@@ -324,11 +340,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	opts.Plan = plan
 	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
 	opts.Retries = f.retries
+	opts.JoinFile = f.joinFile
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
 	var janitor *startingJanitor
-	if remoteOnly := f.workers() == 0 && !f.serial; toRun > 0 && !remoteOnly {
+	if toRun > 0 {
 		janitor = startJanitor(opts)
 		defer janitor.close()
 	}
@@ -430,7 +447,7 @@ type incrementalFlags struct {
 
 func (f *incrementalFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.force, "force", "run the jobs whose ids match `JOB-GLOB` even if their outputs are up to date (repeatable, or comma-separated; --force alone: every job)")
-	fs.Lookup("force").NoOptDefVal = "*"
+	fs.Lookup("force").NoOptDefVal = forceAll
 	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
 	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
 	fs.BoolVar(&f.wait, "wait", false, "if another poolrun runs this workflow, wait for it to end (by default poolrun refuses, naming its pid)")
@@ -534,9 +551,12 @@ func (f *incrementalFlags) check() error {
 func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (*execflow.Plan, error) {
 	opts := execflow.PlanOptions{Others: others}
 	for _, pattern := range f.force {
-		jobs, err := wf.Match(pattern)
-		if err != nil {
-			return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
+		jobs := wf.Jobs
+		if pattern != forceAll {
+			var err error
+			if jobs, err = wf.Match(pattern); err != nil {
+				return nil, badInputf("poolrun run: --force %s: %v", pattern, err)
+			}
 		}
 		if len(jobs) == 0 {
 			if others != nil {
@@ -557,6 +577,10 @@ func (f *incrementalFlags) plan(wf *workflow.Workflow, others map[string]bool) (
 	}
 	return plan, nil
 }
+
+// forceAll is the pattern of --force alone: every job. As a glob it
+// would leave out the ids with a / in them, which * does not match.
+const forceAll = "*"
 
 // forceFlag is --force: patterns over job ids, from each --force and
 // each comma-separated part of one.

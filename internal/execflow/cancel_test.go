@@ -13,6 +13,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/proctest"
 )
 
 // TestCancel cancels a pool while a job's command sleeps, with a child of
@@ -159,8 +160,16 @@ jobs:
 
 // TestStragglers checks that processes a command leaves running in its
 // group are stopped when it ends, and that a process that left the group
-// holding the command's standard error does not hold up the job.
+// holding the command's standard error does not hold up the job, and is
+// killed too (it bears the command's owner), in this process (serial
+// mode) and in a worker process.
 func TestStragglers(t *testing.T) {
+	for _, m := range modes[:2] {
+		t.Run(m.name, func(t *testing.T) { testStragglers(t, m.workers) })
+	}
+}
+
+func testStragglers(t *testing.T, workers int) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid:", err)
 	}
@@ -170,7 +179,7 @@ jobs:
     run: |
       echo $$ > "$LOG/pgid"
       sleep 30 &
-      setsid sh -c 'echo $$ > "$LOG/escaped.tmp"; mv "$LOG/escaped.tmp" "$LOG/escaped"; exec sleep 30' &
+      setsid sh -c 'echo $$ > "$LOG/escaped.tmp"; mv "$LOG/escaped.tmp" "$LOG/escaped"; exec sleep 300' &
       while [ ! -e "$LOG/escaped" ]; do sleep 0.01; done
       echo done >&2
   - id: next
@@ -178,7 +187,7 @@ jobs:
     run: "true"
 `)
 	logDir := t.TempDir()
-	jobs, err := run(t, wf, 1, execflow.Options{Scratch: t.TempDir(), Env: []string{"LOG=" + logDir}})
+	jobs, err := run(t, wf, workers, execflow.Options{Scratch: t.TempDir(), Env: []string{"LOG=" + logDir}})
 	escaped, perr := readPID(context.Background(), filepath.Join(logDir, "escaped"))
 	if perr == nil {
 		defer syscall.Kill(escaped, syscall.SIGKILL)
@@ -195,4 +204,10 @@ jobs:
 		t.Fatal(err)
 	}
 	waitGroupGone(t, pgid)
+	if perr != nil {
+		t.Fatalf("the process that left the group: %v", perr)
+	}
+	if left := proctest.WaitGone([]int{escaped}, 30*time.Second); len(left) > 0 {
+		t.Errorf("the process that left the group, %d, runs on 30 s after its command ended", escaped)
+	}
 }

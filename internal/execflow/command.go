@@ -34,10 +34,11 @@ const groupPoll = 5 * time.Millisecond
 type shellCmd struct {
 	run       string
 	dir       string
-	env       []string
+	env       []string // the command's own: runShell numbers its OwnerEnv mark
 	tailLines int
 	job       string // the job's id, for tags and log files; "" for an item
 	stdio     Stdio  // resolved; ignored without a job
+	owner     string // the command's owner in its OwnerEnv mark (markCommand); set by runShell
 }
 
 // shellOutcome is how a command ended.
@@ -76,10 +77,15 @@ func rssMargin(floor int64) int64 { return max(4<<20, floor/16) }
 // shell is still there, the group gets SIGKILL. Once the shell has been
 // reaped, any process left in its group gets SIGTERM (unless it had it
 // already) and, if the group is not empty killGrace after that SIGTERM,
-// SIGKILL. Then the output is read to its end, waiting at most drainGrace
-// for it; after that, what its pipes hold is still passed on, and no more.
+// SIGKILL. Then the processes that left the group and still bear the
+// command's owner in their [OwnerEnv] mark are killed with SIGKILL: at
+// once, or, when a look for them began less than sweepEvery ago, with the
+// next (see leftovers.go). Then the output is read to its end, waiting at
+// most drainGrace for it; after that, what its pipes hold is still passed
+// on, and no more.
 func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	var out shellOutcome
+	c.owner = markCommand(c.env)
 	stdout, stderr := engine.JobOutput(ctx)
 	prefix := ""
 	if c.job != "" && c.stdio.Tag {
@@ -202,6 +208,9 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		err = fmt.Errorf("waiting for the command: %w", err)
 	}
 	g.stop()
+	if c.owner != "" {
+		leftovers.end(c.owner)
+	}
 	return ws, streams.wait(drainGrace), err
 }
 

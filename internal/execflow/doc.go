@@ -95,12 +95,24 @@
 //
 // # Stopping
 //
-// When the job's context ends (the pool is interrupted, or the worker is told
-// to stop), the command's whole process group gets SIGTERM, and SIGKILL
-// killGrace later if any process of the group is still there. When the
-// shell ends on its own, processes it left running in its group get the same
-// treatment: SIGTERM, then SIGKILL after killGrace. A job's processes do not
-// outlive it, unless they leave its process group (setsid).
+// When the job's context ends (the pool is interrupted, the job passes
+// its timeout, or the worker is told to stop), the command's whole
+// process group gets SIGTERM, and SIGKILL killGrace later if any process
+// of the group is still there. When the shell ends on its own, processes
+// it left running in its group get the same treatment: SIGTERM, then
+// SIGKILL after killGrace.
+//
+// A process that left the group (setsid, or a group of its own) still
+// bears the command's owner in its [OwnerEnv] mark, which numbers each
+// command of a worker: once the group is gone, such processes are killed
+// with SIGKILL, found in /proc, an item's command's too. A look through
+// /proc reads the environment of every process of the host, so the looks
+// are shared: one begins at a command's end unless one began less than a
+// second ago; the next then begins a second after that one, for every
+// command that ended meanwhile. So a job's processes are gone when its
+// result is known, or at most a second later when commands end faster
+// than that; [Janitor.Close], at the end of a pool whose commands run in
+// its own process (poolrun run), kills at once what is left.
 //
 // [Suspend] stops (SIGSTOP) every process of a pool's work (its workers'
 // process groups and every process that bears the pool's mark), and
@@ -234,8 +246,13 @@
 // set, which kills every process of this user's whose mark ([OwnerEnv])
 // names the pool's process (by its pid and start time: a process that had
 // the pid earlier is another), an inner run's commands included, and
-// removes its scratch folders, then exits; [Janitor.Close], once the pool
-// has run, dismisses it, and it exits doing nothing. A program that starts a
+// removes its scratch folders, its workflow's lock file and its join file
+// ([Options.JoinFile]), then exits. A janitor that ends before the pool's
+// process (killed, say) is replaced at once by another, and the pool's
+// process says so on its standard error. [Janitor.Close], once the pool
+// has run, kills what the pool's commands left outside their process
+// groups that is still to be killed (see "Stopping") and dismisses the
+// janitor, which exits doing nothing. A program that starts a
 // janitor must call [Init] early in main (and in TestMain of a test binary
 // that plays it), right after engine.Init: in the janitor it does the
 // janitor's work and exits; elsewhere it returns at once. The janitor
@@ -246,18 +263,23 @@
 //
 // # Caveats
 //
-//   - A process that a command starts in a new process group escapes the
-//     group kill of a cancelled job; one that also drops [OwnerEnv] from
-//     its environment, or changes its real user id (su, setuid(2)),
-//     escapes the end of a dead worker's processes, the janitor and
+//   - A process that a command starts in a new process group or session
+//     is killed by its mark once the command has ended, with SIGKILL and
+//     without the group's SIGTERM and grace, and up to a second after
+//     the command's end when commands end faster than that (see
+//     "Stopping"): a worker process that exits within that second (at its
+//     pool's end) leaves it running. One that drops [OwnerEnv] from its
+//     environment, or changes its real user id (su, setuid(2)), escapes
+//     that, the end of a dead worker's processes, the janitor and
 //     [Suspend].
 //   - Where the kernel has no pidfds (before Linux 5.3), a process found
 //     by its mark is signalled by its pid once its start time was checked
 //     again: should it end and its pid be taken between the check and the
 //     signal, the newcomer gets the signal.
 //   - A process killed with SIGKILL before it could start its janitor,
-//     or whose janitor was killed too, leaves what its commands started,
-//     and its scratch folders until the next [SweepScratch].
+//     or right after its janitor, before it could start another, leaves
+//     what its commands started, and its scratch folders until the next
+//     [SweepScratch].
 //   - A worker whose parent dies is sent SIGTERM by the engine and stops
 //     its commands as above. A worker stopped (SIGSTOP, Ctrl-Z) when its
 //     parent is killed with SIGKILL stays stopped, with its commands, until

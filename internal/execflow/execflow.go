@@ -81,6 +81,10 @@ type Options struct {
 	// "Retries" in the package documentation. It must be from 0 to
 	// workflow.MaxRetries.
 	Retries int
+	// JoinFile is the join file of the pool's server for workers of
+	// other hosts (poolrun run --listen); "" for none. Should this
+	// process die, its janitor removes it ([StartJanitor]).
+	JoinFile string
 }
 
 // A Result is what a job that succeeded reports.

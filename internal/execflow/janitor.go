@@ -25,9 +25,10 @@ const JanitorEnv = "POOLRUN_JANITOR"
 // pool's process ended its work itself, and the janitor has nothing to do.
 const dismissal = "done\n"
 
-// janitorRounds bounds the rounds of SIGKILL to the marked processes: a
-// process that forked while the others were killed is found in the next.
-const janitorRounds = 10
+// restartPause is the least time between the starts of two janitors of
+// one pool's process: a janitor that dies at once is not replaced in a
+// busy loop.
+const restartPause = time.Second
 
 // Init must be called early in main (and in TestMain) of a program that
 // calls [StartJanitor], right after engine.Init: in a janitor process (the
@@ -49,9 +50,15 @@ func Init() {
 // where no worker process is left to notice its parent's death and stop
 // its commands. See [StartJanitor].
 type Janitor struct {
-	cmd    *exec.Cmd
-	pipe   *os.File // the write end of the janitor's stdin
-	closed sync.Once
+	env  []string // the janitor's environment
+	prog *os.File // this program, open: the janitor's descriptor 3
+
+	mu      sync.Mutex // guards what follows
+	cmd     *exec.Cmd  // the janitor now
+	pipe    *os.File   // the write end of its standard input
+	started time.Time  // when it started
+	closed  bool       // Close was called
+	err     error      // the error of the first Close
 }
 
 // StartJanitor starts the janitor of this process's work on a pool with
@@ -67,15 +74,22 @@ type Janitor struct {
 // died), it becomes this program (see [Init]), which kills with SIGKILL
 // every process of this user's marked as a command of this process's
 // pool, or one a command started, an inner run's included (its [OwnerEnv]
-// mark has a pair with this process's tag; found in /proc, on Linux: see
+// mark has an owner with this process's tag; found in /proc, on Linux: see
 // spawn.SignalTagged), a few rounds until none is left, then removes this
 // process's scratch folders from the scratch root and from os.TempDir()
 // ([MakeTempDir]) with the proofs [SweepScratch] asks for, once this
 // process is gone (waiting for that a couple of seconds at most), and,
 // with opts.Plan, the lock file of its workflow ([LockWorkflow]) if this
-// process held it and no other run has taken it since, and exits 0. A
+// process held it and no other run has taken it since, and opts.JoinFile
+// unless a live process holds a flock(2) of it, and exits 0. A
 // command's outputs are not its business: the next run decides from its
 // files and the state file.
+//
+// A janitor that ends before Close (killed, say) is replaced at once by
+// another, started as the first was, and this process says so on its
+// standard error; janitors that die at once are replaced at most every
+// restartPause. Until the new one has started, this process's death
+// leaves what its commands started running.
 func StartJanitor(opts Options) (*Janitor, error) {
 	root := opts.Scratch
 	if root == "" {
@@ -90,34 +104,78 @@ func StartJanitor(opts Options) (*Janitor, error) {
 	}
 	// The program itself is handed to the waiter open: it may be gone from
 	// its path by the time it is needed (go run removes its build when
-	// the pool's process dies).
+	// the pool's process dies), or when a janitor is started again.
 	prog, err := os.Open(exe)
 	if err != nil {
 		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
 	}
-	defer prog.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
-	}
-	defer r.Close()
-	cmd := exec.Command("/bin/sh", "-c", janitorWaiter, exe)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, OwnerEnv+"=") })
-	cmd.Env = append(cmd.Env, JanitorEnv+"="+selfTag()+":"+root)
+	j := &Janitor{prog: prog}
+	j.env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, OwnerEnv+"=") })
+	j.env = append(j.env, JanitorEnv+"="+selfTag()+":"+root)
 	if opts.Plan != nil {
 		if lock, err := filepath.Abs(workflow.LockFile(opts.Plan.wf.File)); err == nil {
-			cmd.Env = append(cmd.Env, janitorLockEnv+"="+lock)
+			j.env = append(j.env, janitorLockEnv+"="+lock)
 		}
 	}
+	if join, err := filepath.Abs(opts.JoinFile); opts.JoinFile != "" && err == nil {
+		j.env = append(j.env, janitorJoinEnv+"="+join)
+	}
+	if err := j.start(); err != nil {
+		prog.Close()
+		return nil, err
+	}
+	go j.watch()
+	return j, nil
+}
+
+// start starts a janitor; j.mu is held, or j not yet shared.
+func (j *Janitor) start() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("execflow: starting the janitor: %w", err)
+	}
+	defer r.Close()
+	cmd := exec.Command("/bin/sh", "-c", janitorWaiter, j.prog.Name())
+	cmd.Env = j.env
 	cmd.Stdin = r
 	cmd.Stderr = os.Stderr
-	cmd.ExtraFiles = []*os.File{prog} // descriptor 3
+	cmd.ExtraFiles = []*os.File{j.prog} // descriptor 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("execflow: starting the janitor: %w", err)
+		return fmt.Errorf("execflow: starting the janitor: %w", err)
 	}
-	return &Janitor{cmd: cmd, pipe: w}, nil
+	j.cmd, j.pipe, j.started = cmd, w, time.Now()
+	return nil
+}
+
+// watch waits for the end of each janitor of j, and starts another in
+// its place unless j was closed.
+func (j *Janitor) watch() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for {
+		cmd, started := j.cmd, j.started
+		j.mu.Unlock()
+		err := cmd.Wait()
+		j.mu.Lock()
+		if pause := restartPause - time.Since(started); pause > 0 && !j.closed {
+			j.mu.Unlock()
+			time.Sleep(pause)
+			j.mu.Lock()
+		}
+		if j.closed {
+			return
+		}
+		j.pipe.Close()
+		if serr := j.start(); serr != nil {
+			j.closed = true // nothing to dismiss
+			j.prog.Close()
+			fmt.Fprintf(os.Stderr, "poolrun: the janitor (pid %d) ended (%v), and no other could start: should poolrun be killed, what its commands started runs on: %v\n", cmd.Process.Pid, err, serr)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "poolrun: the janitor (pid %d) ended (%v); started another (pid %d)\n", cmd.Process.Pid, err, j.cmd.Process.Pid)
+	}
 }
 
 // janitorWaiter is the script of the janitor's wait, which names itself
@@ -130,27 +188,38 @@ func StartJanitor(opts Options) (*Janitor, error) {
 // first commands start (bench/README.md has the figures).
 var janitorWaiter = `: poolrun janitor; read -r said; [ "$said" = ` + strings.TrimSuffix(dismissal, "\n") + ` ] || { [ -e /proc/self/fd/3 ] && exec /proc/self/fd/3; exec "$0"; }`
 
-// Close dismisses the janitor: call it once the pool's Run has returned,
-// when this process has ended its work itself. The janitor exits at once,
-// doing nothing, and is reaped in the background. Closing again does
-// nothing; the error is that of the first Close.
+// Close ends what this process's commands left running outside their
+// process groups and that is still to be ended (see "Stopping" in the
+// package documentation), and dismisses the janitor: call it once the
+// pool's Run has returned, when this process has ended its work itself.
+// The janitor exits at once, doing nothing, and is reaped in the
+// background. Closing again does nothing; the error is that of the first
+// Close.
 func (j *Janitor) Close() error {
-	var err error
-	j.closed.Do(func() {
-		_, err = io.WriteString(j.pipe, dismissal)
-		if cerr := j.pipe.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			err = fmt.Errorf("execflow: dismissing the janitor: %w", err)
-		}
-		go j.cmd.Wait()
-	})
-	return err
+	leftovers.flush()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return j.err
+	}
+	j.closed = true
+	_, err := io.WriteString(j.pipe, dismissal)
+	if cerr := j.pipe.Close(); err == nil {
+		err = cerr
+	}
+	j.prog.Close()
+	if err != nil {
+		j.err = fmt.Errorf("execflow: dismissing the janitor: %w", err)
+	}
+	return j.err
 }
 
-// Pid returns the janitor's process id.
-func (j *Janitor) Pid() int { return j.cmd.Process.Pid }
+// Pid returns the process id of the janitor now.
+func (j *Janitor) Pid() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.cmd.Process.Pid
+}
 
 // serveJanitor is the whole life of a janitor whose JanitorEnv is v and
 // whose standard input is in; it returns the exit status.
@@ -171,13 +240,7 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 	}
 	// The pool's process died: what its commands left running ends, then
 	// its scratch folders go.
-	ours := spawn.OwnedByPool(tag)
-	for range janitorRounds {
-		if spawn.SignalTagged(ours, syscall.SIGKILL) == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	killMarked(spawn.OwnedByPool(tag))
 	status := 0
 	roots := []string{root}
 	if tmp := os.TempDir(); !sameDir(tmp, root) {
@@ -195,9 +258,19 @@ func serveJanitor(v string, in *os.File, stderr io.Writer) int {
 			status = 1
 		}
 	}
+	if join := os.Getenv(janitorJoinEnv); join != "" {
+		if err := removeUnheld(join); err != nil {
+			fmt.Fprintf(stderr, "poolrun janitor: removing the join file of poolrun (pid %d): %v\n", pid, err)
+			status = 1
+		}
+	}
 	return status
 }
 
 // janitorLockEnv holds, in the janitor's environment, the path of the
 // lock file of the workflow its pool's process runs.
 const janitorLockEnv = "POOLRUN_JANITOR_LOCK"
+
+// janitorJoinEnv holds, in the janitor's environment, the path of the
+// join file of its pool's server ([Options.JoinFile]).
+const janitorJoinEnv = "POOLRUN_JANITOR_JOIN"

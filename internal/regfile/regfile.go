@@ -1,7 +1,6 @@
 package regfile
 
 import (
-	"bytes"
 	"io"
 	"io/fs"
 	"math"
@@ -47,15 +46,28 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	}
 	// One byte more than the file holds, so that its end is seen without
 	// growing the buffer; a file that grew (or, as in /proc, says 0)
-	// grows it, up to one byte over the limit.
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
-		return nil, err
+	// grows it, up to one byte over the limit. (bytes.Buffer.ReadFrom
+	// would grow it anyway, to twice the file, as soon as less than its
+	// MinRead is free.)
+	buf := make([]byte, 0, size+1)
+	r := io.LimitReader(f, limit+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if int64(buf.Len()) > limit {
-		return nil, &TooLargeError{Path: path, Size: int64(buf.Len()), Limit: limit}
+	if int64(len(buf)) > limit {
+		return nil, &TooLargeError{Path: path, Size: int64(len(buf)), Limit: limit}
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }
 
 // open is [Open], which also returns what fstat(2) said of the file.

@@ -165,6 +165,29 @@ func TestReadFileSizeFirst(t *testing.T) {
 	}
 }
 
+// TestReadFileAllocatesItsSize: a file within the limit is read into one
+// buffer of its size, not grown to twice that on its last read.
+func TestReadFileAllocatesItsSize(t *testing.T) {
+	const size = 8 << 20
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	data, err := regfile.ReadFile(path, 1<<30)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(data) != size || data[0] != 'x' {
+		t.Fatalf("ReadFile = %d bytes, %v; want %d bytes", len(data), err, size)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > size+size/4 {
+		t.Errorf("ReadFile allocated %d bytes to read a file of %d", got, size)
+	}
+}
+
 // TestReadFileGrown: a file that holds more than its size says, as the
 // files of /proc do (size 0), is read up to the limit and one byte more,
 // then refused.

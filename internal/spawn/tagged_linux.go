@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,18 +42,24 @@ func SignalTagged(match func(entry string) bool, sig syscall.Signal) int {
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	self, uid := os.Getpid(), os.Getuid()
+	var buf []byte // each environment in turn
 	n := 0
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
+		// The environment first, one file: most processes bear no tag. It
+		// counts once read again after the process was identified, since
+		// a process that took the pid in between is another.
+		if buf = environ(name, buf); !tagged(buf, match) {
+			continue
+		}
 		was, err := identify(pid)
 		if err != nil || was.uid != uid {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + name + "/environ")
-		if err != nil || !tagged(env, match) {
+		if buf = environ(name, buf); !tagged(buf, match) {
 			continue
 		}
 		if signal(pid, was, sig) {
@@ -116,6 +123,34 @@ func realUID(pid int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("spawn: /proc/%d/status: no Uid line", pid)
+}
+
+// environ returns the environment of process pid (its name in /proc) as
+// /proc gives it, read into buf's array, which it grows if need be;
+// empty if it cannot be read.
+func environ(pid string, buf []byte) []byte {
+	fd, err := syscall.Open("/proc/"+pid+"/environ", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return buf[:0]
+	}
+	defer syscall.Close(fd)
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(4096, cap(buf)))
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf[:0]
+		}
+		if n == 0 {
+			return buf
+		}
+		buf = buf[:len(buf)+n]
+	}
 }
 
 // tagged reports whether env, a process's environment as /proc gives it,
