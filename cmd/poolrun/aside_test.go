@@ -183,3 +183,29 @@ func TestMissingSourceRefused(t *testing.T) {
 		t.Error("a job ran")
 	}
 }
+
+// A command longer than one argument may be (128 KiB on Linux) runs, as
+// a script the shell reads; its $0 is still the shell's, and the command
+// inherits no file of it.
+func TestLongCommand(t *testing.T) {
+	dir := t.TempDir()
+	long := "x=" + strings.Repeat("y", 200<<10) + "\necho ${#x} \"$0\" > out.txt; ls /proc/$$/fd | wc -l >> out.txt\n"
+	writeFiles(t, dir, map[string]string{"wf.yaml": "jobs:\n  - id: long\n    run: |\n" + indentLines(long, "      ") + "    outputs: [out.txt]\n"})
+	r := mustRun(t, dir, "run", "wf.yaml")
+	data, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	lines := strings.Fields(string(data))
+	if len(lines) != 3 || lines[0] != "204800" || lines[1] != "/bin/sh" {
+		t.Errorf("out.txt: %q, want 204800 and /bin/sh\n%s", data, r.stderr)
+	}
+}
+
+// indentLines puts prefix before every line of s.
+func indentLines(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
