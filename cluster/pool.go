@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 // Subjects. A host agent of id AGENT reads what the pool sends it on
@@ -499,6 +500,7 @@ func (w *slotWriter) Close() error {
 type session struct {
 	j        Join
 	joinFile string
+	joinOpen *os.File // the join file as dial read it; nil if it could not be opened
 	nc       *nats.Conn
 	endSub   *nats.Subscription
 	lost     chan struct{} // the connection ended
@@ -523,22 +525,26 @@ func dial(joinFile, name string) (*session, error) {
 		return nil, err
 	}
 	s := &session{j: j, joinFile: joinFile, lost: make(chan struct{}), ended: make(chan struct{})}
+	s.joinOpen, _ = regfile.Open(joinFile)
 	var lostOnce, endOnce sync.Once
 	s.nc, err = nats.Connect(j.URL, append(copts, nats.Name(name), nats.MaxReconnects(0), nats.Timeout(connectWait),
 		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(s.lost) }) }))...)
 	if err != nil {
+		if s.joinOpen != nil {
+			s.joinOpen.Close()
+		}
 		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
 	// The pool says when it has ended: what fails after that is no error.
 	s.endSub, err = s.nc.Subscribe(endSubject, func(*nats.Msg) { endOnce.Do(func() { close(s.ended) }) })
 	if err != nil {
-		s.nc.Close()
+		s.close()
 		return nil, err
 	}
 	// The server has the subscription before this worker asks to join: a
 	// notice sent after the question reaches it.
 	if err := s.nc.Flush(); err != nil {
-		s.nc.Close()
+		s.close()
 		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
 	return s, nil
@@ -547,6 +553,9 @@ func dial(joinFile, name string) (*session, error) {
 func (s *session) close() {
 	s.endSub.Unsubscribe()
 	s.nc.Close()
+	if s.joinOpen != nil {
+		s.joinOpen.Close()
+	}
 }
 
 // poolEnded reports whether the pool has said that it ended.
@@ -558,14 +567,18 @@ func (s *session) poolEnded() bool {
 		// The end notice comes before the connection's end; give its
 		// handler a moment. A server that closes a connection the
 		// worker has just written to may drop what it had sent
-		// (a reset): a join file that is gone says the end too, to
-		// a worker on the pool's host.
+		// (a reset): a join file that the pool emptied and removed
+		// says the end too, to a worker on the pool's host. One that a
+		// janitor removed (its pool was killed) is not emptied.
 		select {
 		case <-s.ended:
 			return true
 		case <-time.After(100 * time.Millisecond):
-			_, err := os.Stat(s.joinFile)
-			return errors.Is(err, os.ErrNotExist)
+			if _, err := os.Stat(s.joinFile); !errors.Is(err, os.ErrNotExist) || s.joinOpen == nil {
+				return false
+			}
+			fi, err := s.joinOpen.Stat()
+			return err == nil && fi.Size() == 0
 		}
 	default:
 		return false
