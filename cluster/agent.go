@@ -38,24 +38,34 @@ import (
 // again). A worker that the pool kills (a timeout, a cancel not heeded, a
 // worker silent) is killed, and replaced.
 //
-// When the agent has heard nothing from the pool for fenceAfter of its
-// own running time, it stops its workers and the commands of their jobs
-// (SIGSTOP), and continues them when the pool speaks again (a pool that
-// was stopped, Ctrl-Z, keeps its workers); if the pool says it has given
-// this host up meanwhile, the agent kills them, and returns an error: the
-// pool has given their jobs to other workers, and nothing of them runs on
-// beside those.
+// The agent holds a lease from the pool: each of its pings carries when
+// it was sent, the pool echoes it while it counts the host as its own,
+// and the lease lasts half the pool's silence limit from the sending of
+// the latest ping echoed. When it ends (the pool stopped, Ctrl-Z, or cut
+// off), the agent stops its workers and the commands of their jobs
+// (SIGSTOP), and continues them once an echo renews it: what comes from
+// the pool meanwhile, sent before it gave the host up, renews nothing.
+// Each worker process holds the agent's lease too (engine's
+// WorkerProcess.Lease), and stops its commands when it ends, the agent
+// stopped or hung. If the pool says it has given this host up, the agent
+// kills its workers and their commands and returns an error: the pool
+// has given their jobs to other workers, and nothing of them runs on
+// beside those. When a worker process dies, the agent kills its
+// commands before it tells the pool.
 //
 // Agent returns once the pool has stopped all of its workers, or has
-// ended; when its connection ends, or ctx ends, it terminates its workers
-// (SIGTERM: their running jobs are cancelled and Aborted, the jobs sent
-// ahead go to other workers) and returns. The agent's workers die with
-// its process (a parent-death signal).
+// ended. When ctx ends, it terminates its workers (SIGTERM: their running
+// jobs are cancelled and Aborted, the jobs sent ahead go to other
+// workers) and returns. When its connection or the pool's stream ends
+// without the pool's word that it ended (the pool killed, say), it kills
+// its workers' commands, terminates its workers and returns an error. The
+// agent's workers die with its process (a parent-death signal).
 func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer, opts ...AgentOption) error {
 	if n < 1 {
 		return fmt.Errorf("cluster: an agent of %d workers", n)
 	}
 	id := nuid.Next()
+	start := time.Now() // the lease counts from the join request: the pool's answer is its first echo
 	s, err := dial(joinFile, agentName(id))
 	if err != nil {
 		return err
@@ -66,37 +76,45 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 		return err
 	}
 	defer down.Close()
-	capacity, err := s.join(ctx, id)
+	answer, err := s.join(ctx, id)
 	if errors.Is(err, errPoolEnded) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if capacity < 1 {
+	if answer.Capacity < 1 {
 		return errors.New("cluster: the pool's answer gives no window capacity")
 	}
+	if answer.Silence <= 0 {
+		return errors.New("cluster: the pool's answer gives no silence limit")
+	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a := &agent{
-		s: s, capacity: capacity, stdout: stdout, stderr: stderrOr(stderr),
-		up:       newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
-		down:     down,
-		workers:  map[uint64]*agentWorker{},
-		starting: make(chan struct{}, runtime.NumCPU()),
+		s: s, capacity: answer.Capacity, stdout: stdout, stderr: stderrOr(stderr),
+		up:         newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
+		start:      start,
+		fenceAfter: answer.Silence / 2,
+		tag:        spawn.Tag(os.Getpid()),
+		workers:    map[uint64]*agentWorker{},
+		starting:   make(chan struct{}, runtime.NumCPU()),
 	}
 	for _, o := range opts {
 		o(a)
 	}
-	a.heard.Store(time.Now().UnixNano())
 	defer a.up.close()
 	go func() {
-		a.read(down)
+		if err := a.read(down); !errors.Is(err, errHostGone) {
+			a.lose(fmt.Errorf("its stream to this host ended: %w", err))
+		}
 		cancel()
 	}()
 	go func() {
 		select {
 		case <-s.lost:
+			a.lose(errors.New("the connection to its server closed"))
 		case <-s.ended:
 		case <-ctx.Done():
 		}
@@ -146,8 +164,15 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	if g := a.gone.Load(); g != nil {
 		return *g
 	}
+	if l := a.lost.Load(); l != nil && parent.Err() == nil && !s.poolEnded() {
+		return fmt.Errorf("%w at %s: %v without its word that it ended (was it killed, or its host cut off?); what its jobs ran here was killed", errPoolLost, s.j.URL, *l)
+	}
 	return errors.Join(errs...)
 }
+
+// errPoolLost says that the agent lost its pool: it was not told that the
+// pool ended, nor that the pool gave the host up.
+var errPoolLost = errors.New("cluster: lost the pool")
 
 // lateWindows, in tests, makes the agent put the pool's sets in its
 // workers' windows that late, after their jobs (TestLateWindow).
@@ -173,7 +198,6 @@ type agent struct {
 	capacity       int
 	stdout, stderr io.Writer
 	up             *sender
-	down           *streamReader
 
 	// starting holds a token per worker process that has started but not
 	// yet spoken (its handshake): a host starts at most as many at a
@@ -183,9 +207,16 @@ type agent struct {
 
 	inProcess bool // its workers are goroutines (InProcess)
 
-	heard atomic.Int64 // when the agent last heard from the pool, unix ns
+	// The lease: start, and the sending of the latest ping that the pool
+	// echoed (confirmed, in ns after start), plus fenceAfter.
+	start      time.Time
+	fenceAfter time.Duration
+	confirmed  atomic.Int64
+
+	tag   string // this process's, in its commands' spawn.OwnerEnv marks
 	gone  atomic.Pointer[error]
-	slots atomic.Uint64 // the last slot given
+	lost  atomic.Pointer[error] // why the pool was lost, if it was
+	slots atomic.Uint64         // the last slot given
 
 	mu      sync.Mutex
 	workers map[uint64]*agentWorker
@@ -196,6 +227,7 @@ type agent struct {
 // pool sent it and its pipes have not taken yet.
 type agentWorker struct {
 	wp        *engine.WorkerProcess // or, with InProcess:
+	tag       string                // the process's, in its commands' marks
 	win       *shm.Window           // the goroutine's window
 	cancel    context.CancelFunc    // ends the goroutine's serving
 	jobs, ctl *pipe
@@ -203,30 +235,39 @@ type agentWorker struct {
 	refused   atomic.Bool // by the pool, which no longer admits workers
 }
 
-// read reads what the pool sends until the stream ends.
-func (a *agent) read(down io.Reader) {
+// read reads what the pool sends until the stream ends, and returns why
+// it ended.
+func (a *agent) read(down io.Reader) error {
 	rr := newRecordReader(down)
 	for {
 		kind, slot, payload, err := rr.next()
 		if err != nil {
-			return
+			return err
 		}
-		a.heard.Store(time.Now().UnixNano())
-		if kind == recGone {
+		switch kind {
+		case recGone:
 			err := fmt.Errorf("%w: %s", errHostGone, payload)
 			a.gone.Store(&err)
+			killCommands(spawn.OwnedByPool(a.tag))
 			a.mu.Lock()
 			for _, w := range a.workers {
 				w.kill()
 			}
 			a.mu.Unlock()
-			return
+			return err
+		case recPing:
+			// The echo of a ping of this agent's: the pool counted the
+			// host as its own when it read it.
+			if sent, n := binary.Uvarint(payload); n > 0 && int64(sent) > a.confirmed.Load() {
+				a.confirmed.Store(int64(sent))
+			}
+			continue
 		}
 		a.mu.Lock()
 		w := a.workers[slot]
 		a.mu.Unlock()
 		if w == nil {
-			continue // the worker has ended; or a ping
+			continue // the worker has ended
 		}
 		switch kind {
 		case recJobs:
@@ -246,7 +287,7 @@ func (a *agent) read(down io.Reader) {
 		case recWin:
 			p, err := decodePart(payload)
 			if err != nil {
-				return
+				return err
 			}
 			keys := p.keys
 			if p.over {
@@ -264,6 +305,11 @@ func (a *agent) read(down io.Reader) {
 			w.publish(keys, p.gen)
 		}
 	}
+}
+
+// lose notes that the pool was lost, and why, unless it was already.
+func (a *agent) lose(why error) {
+	a.lost.CompareAndSwap(nil, &why)
 }
 
 // publish puts a set of the pool's in the worker's window at gen.
@@ -300,45 +346,77 @@ type killedWorker struct{ err error }
 func (k *killedWorker) Error() string { return "killed for the pool: " + k.err.Error() }
 func (k *killedWorker) Unwrap() error { return k.err }
 
-// watch stops the workers when the pool has been silent for fenceAfter
-// of this process's running time, and continues them when it speaks
-// again; it pings the pool when the agent has had nothing to send for
-// pingEvery. It returns when ctx ends, with the workers continued.
+// watch keeps the lease (see [Agent]): it pings the pool every pingEvery
+// with the time of sending, hands each renewal of the lease on to the
+// workers, and stops them once the lease has ended, until a renewal.
+// When ctx ends, it kills the workers' commands if the pool was lost, or
+// gave the host up, or the lease had ended (their jobs may run elsewhere
+// by now), and continues the workers, so that they can end.
 func (a *agent) watch(ctx context.Context) {
 	t := time.NewTicker(pingEvery / 2)
 	defer t.Stop()
-	last, msgs := time.Now(), a.down.heard()
+	var pinged, leased time.Time
 	for {
 		select {
 		case <-ctx.Done():
+			if a.lost.Load() != nil || a.gone.Load() != nil || !time.Now().Before(a.leaseEnd()) {
+				killCommands(spawn.OwnedByPool(a.tag))
+			}
 			a.fence(false)
 			return
-		case now := <-t.C:
-			if now.Sub(last) > fenceAfter/2 {
-				// This process did not run for a while: the pool's
-				// silence meanwhile says nothing.
-				a.heard.Store(now.UnixNano())
+		case <-t.C:
+			now := time.Now()
+			if now.Sub(pinged) >= pingEvery {
+				a.up.put(recPing, 0, binary.AppendUvarint(nil, uint64(now.Sub(a.start))))
+				pinged = now
 			}
-			if n := a.down.heard(); n != msgs {
-				msgs = n // messages from the pool wait to be read
-				a.heard.Store(now.UnixNano())
+			end := a.leaseEnd()
+			live := now.Before(end)
+			if live && !end.Equal(leased) {
+				a.lease(end) // before the workers go on, if they were stopped
+				leased = end
 			}
-			last = now
-			a.fence(now.Sub(time.Unix(0, a.heard.Load())) >= fenceAfter)
-			if a.up.idle(pingEvery) {
-				a.up.put(recPing, 0, nil)
+			// Said once it is done.
+			switch {
+			case !a.fence(!live):
+			case live:
+				fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
+			default:
+				fmt.Fprintf(a.stderr, "poolrun agent: no word from the pool for %v: its workers here are stopped until it speaks\n", a.fenceAfter)
 			}
 		}
 	}
 }
 
+// leaseEnd is when the agent's lease ends: fenceAfter after the sending
+// of the latest ping that the pool echoed.
+func (a *agent) leaseEnd() time.Time {
+	return a.start.Add(time.Duration(a.confirmed.Load()) + a.fenceAfter)
+}
+
+// lease gives the agent's worker processes the lease that ends at end.
+func (a *agent) lease(end time.Time) {
+	a.mu.Lock()
+	var wps []*engine.WorkerProcess
+	for _, w := range a.workers {
+		if w.wp != nil {
+			wps = append(wps, w.wp)
+		}
+	}
+	a.mu.Unlock()
+	for _, wp := range wps {
+		wp.Lease(end)
+	}
+}
+
 // fence stops (on) or continues (off) the agent's workers, their process
-// groups, and the commands of their jobs, if they are not already.
-func (a *agent) fence(on bool) {
+// groups, and the commands of their jobs, if they are not already, and
+// reports whether they were not.
+func (a *agent) fence(on bool) bool {
 	a.mu.Lock()
 	if a.fenced == on {
 		a.mu.Unlock()
-		return
+		return false
 	}
 	a.fenced = on
 	var groups []int
@@ -357,13 +435,8 @@ func (a *agent) fence(on bool) {
 	}
 	// Found in /proc, which takes a while on a host of many processes:
 	// not under the lock that the relaying takes.
-	signalCommands(sig)
-	// Said once it is done.
-	if on {
-		fmt.Fprintf(a.stderr, "poolrun agent: no word from the pool for %v: its workers here are stopped until it speaks\n", fenceAfter)
-	} else {
-		fmt.Fprintln(a.stderr, "poolrun agent: the pool speaks again: its workers here go on")
-	}
+	spawn.SignalTagged(spawn.OwnedByPool(a.tag), sig)
+	return true
 }
 
 // serveOne starts a worker process, opens it to the pool, and relays for
@@ -385,10 +458,13 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	w := &agentWorker{wp: wp, jobs: newPipe(), ctl: newPipe()}
+	// Its tag, read before it is reaped, names its commands once it has
+	// gone.
+	w := &agentWorker{wp: wp, tag: spawn.Tag(wp.PID()), jobs: newPipe(), ctl: newPipe()}
 	slot := a.slots.Add(1)
 	a.mu.Lock()
 	a.workers[slot] = w
+	wp.Lease(a.leaseEnd()) // ended already, if the agent is fenced
 	if a.fenced {
 		syscall.Kill(-wp.PID(), syscall.SIGSTOP)
 	}
@@ -418,6 +494,13 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 	case <-ctx.Done():
 		wp.Terminate(2 * time.Second)
 		err = <-ended
+	}
+	if err != nil {
+		// What its commands left running ends before the pool hears of
+		// its end, and runs its job again.
+		killCommands(func(entry string) bool {
+			return spawn.Marked(entry, func(pool, worker string) bool { return pool == a.tag && worker == w.tag })
+		})
 	}
 	<-copied // every reply the worker wrote goes to the pool before its end
 	a.mu.Lock()
@@ -460,12 +543,22 @@ func pump(p *pipe, w io.WriteCloser, closeAtEnd bool) {
 	}
 }
 
-// signalCommands sends sig to the commands that the jobs of this agent's
-// workers run, and what those started (spawn.OwnerEnv marks them: a
-// worker's pool, in the mark, is its parent, the agent).
-func signalCommands(sig syscall.Signal) {
-	spawn.SignalTagged(spawn.OwnedByPool(spawn.Tag(os.Getpid())), sig)
+// killCommands kills (SIGKILL) the processes of this user's that match:
+// commands of the agent's workers, and what they started (spawn.OwnerEnv
+// marks them: a worker's pool, in the mark, is its parent, the agent),
+// children first, so that a stopped one dies without running again (see
+// spawn.KillTagged). It kills again until it finds none, for up to
+// killWait: a process that forked meanwhile is found the next time, and
+// one found no more has ended (it may wait to be reaped, but runs no
+// more).
+func killCommands(match func(entry string) bool) {
+	for deadline := time.Now().Add(killWait); spawn.KillTagged(match) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
+
+// killWait bounds killCommands.
+const killWait = 2 * time.Second
 
 // serveGoroutine serves the pool with a worker that is a goroutine of the
 // agent's process (InProcess): engine.Serve, with a cache of its own and

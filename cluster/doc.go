@@ -84,7 +84,11 @@
 // error is Aborted), its cache's cleanups run, and it says goodbye, so
 // that the pool gives the jobs it had been sent to other workers at once.
 // The agent's workers die with its process (a parent-death signal), and
-// the agent with its connection (the pool died).
+// kill their jobs' commands as they go. An agent whose connection, or
+// whose stream from the pool, ends without the pool's word that it ended
+// (the pool killed, its host cut off) kills its workers' commands and
+// ends with an error that says it lost the pool (poolrun worker: exit
+// status 1).
 //
 // # On the wire
 //
@@ -109,25 +113,46 @@
 //
 // # Liveness and fencing
 //
-// Each side sends at least a ping every 500 ms. The pool gives up a host
-// whose agent's connection to the server closes (an agent killed, a host
-// down: within half a second), or from which it has heard nothing for
-// 10 s of the time the pool's process ran (a pool stopped with Ctrl-Z,
-// then continued, keeps its hosts): its workers' running jobs are Aborted
-// with engine.ErrWorkerDied, or run again where retries were asked for,
-// and the agent is told, if it can still hear, that it was given up: it
-// kills its workers and their jobs' commands and ends with an error. An
-// agent that has heard nothing from the pool for 7 s of its own running
-// time stops its workers, their
-// process groups and the commands of their jobs (SIGSTOP; a command is
-// found by its owner mark, see internal/spawn), and continues them when
-// the pool speaks again: by the time the pool gives a silent host's jobs
-// to other workers, nothing of them runs on that host. A worker's
-// replies go through its pipe, which outlives it, to the agent, which
-// sends them on before the worker's end: a job that returned is not
-// blamed for its worker's death that followed. A result that comes from a
-// worker the pool has left (killed, or given up with its host) is
+// An agent pings the pool every 500 ms, each ping saying when it was
+// sent, and the pool echoes each one while it counts the host as its
+// own. The pool gives up a host whose agent's connection to the server
+// closes (an agent killed, a host down: within half a second), or from
+// which it has heard nothing for 10 s of the time the pool's process ran
+// (a pool stopped with Ctrl-Z, then continued, keeps its hosts): its
+// workers' running jobs are Aborted with engine.ErrWorkerDied, or run
+// again where retries were asked for, and the agent is told, if it can
+// still hear, that it was given up: it kills its workers and their jobs'
+// commands and ends with an error.
+//
+// Fencing: nothing of a job runs on beside its retry. The agent holds a
+// lease that lasts 5 s (half the silence limit) from the sending of the
+// latest ping that the pool echoed; the pool read that ping later, and
+// gives the host up no sooner than 10 s after it. When the lease ends
+// (the pool stopped, the network down), the agent stops its workers,
+// their process groups and the commands of their jobs (SIGSTOP; a
+// command is found by its owner mark, see internal/spawn), and continues
+// them only once an echo renews the lease: what the pool sent before it
+// gave the host up, which a network that heals delivers late, renews
+// nothing. Each worker process holds the lease too (its agent hands it
+// on), and stops its commands itself when it ends: an agent stopped
+// (SIGSTOP) or hung renews nothing. When a worker process dies, its agent
+// kills its commands before it tells the pool.
+//
+// A worker's replies go through its pipe, which outlives it, to the
+// agent, which sends them on before the worker's end: a job that returned
+// is not blamed for its worker's death that followed. A result that comes
+// from a worker the pool has left (killed, or given up with its host) is
 // dropped: it belongs to an attempt that has been superseded.
+//
+// Caveats. What is fenced is a job's commands (and, while the agent
+// runs, its worker processes): the Go code of a job in a worker whose
+// agent is stopped goes on, and a process that drops its owner mark and
+// leaves its command's process group escapes. The margin of the lease
+// (5 s) must cover a ping's way to the pool and the time the host takes
+// to stop its commands. A host whose connection closes is given up at
+// once, not when its lease ends: when an agent is killed, its workers
+// kill their commands as soon as their lease pipe ends, in a race with
+// the pool's retry.
 //
 // # The window
 //

@@ -277,7 +277,9 @@ func startFencedRun(t *testing.T) *fencedRun {
 
 // silence stops the pool (SIGSTOP) and waits for the agent to say that
 // it stopped its workers, once it has heard nothing for a while; it
-// returns the state of each worker that is not stopped (T) then.
+// returns the state of each worker that is not stopped (T) a while after.
+// (A process stops itself as it takes the signal: one that waits for a
+// core on a loaded host takes a moment.)
 func (r *fencedRun) silence(t *testing.T) map[int]string {
 	t.Helper()
 	r.pool.Process.Signal(syscall.SIGSTOP)
@@ -287,7 +289,11 @@ func (r *fencedRun) silence(t *testing.T) map[int]string {
 		t.Fatal(err)
 	}
 	running := map[int]string{}
+	stopped := func(pid int) bool { return proctest.State(pid) == "T" }
 	for _, pid := range r.workers {
+		for deadline := time.Now().Add(5 * time.Second); !stopped(pid) && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		if st := proctest.State(pid); st != "T" {
 			running[pid] = st
 		}
@@ -347,7 +353,7 @@ const silentFor = 10 * time.Second
 // stopped members, which get SIGHUP and SIGCONT.
 func TestAgentKilledWhileFenced(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits 7 s for the agent to stop its workers")
+		t.Skip("waits 5 s for the agent to stop its workers")
 	}
 	r := startFencedRun(t)
 	t.Cleanup(func() {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"runtime"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // A host's two streams. Everything between the pool and one host agent
@@ -32,7 +30,7 @@ const (
 	recOpen                  // up: a worker started; payload: its pid (uvarint)
 	recReply                 // up: bytes of the worker's replies stream
 	recEnd                   // up: the worker ended; payload: why, "" for a clean exit
-	recPing                  // either way: the sender lives
+	recPing                  // up: the agent lives; payload: when (uvarint ns after its start). Down: its echo
 )
 
 // What a recClose says: the worker's jobs end, and it goes; or it is
@@ -105,7 +103,6 @@ type sender struct {
 	err     error // the stream's, once a write failed
 
 	writeMu sync.Mutex // orders the writes of the loop and of large records
-	last    atomic.Int64
 }
 
 // largeRecord is the payload size from which a record is written through
@@ -116,7 +113,6 @@ func newSender(w *streamWriter) *sender {
 	s := &sender{w: w}
 	s.cond = sync.NewCond(&s.mu)
 	s.room = sync.NewCond(&s.mu)
-	s.last.Store(time.Now().UnixNano())
 	go s.loop()
 	return s
 }
@@ -180,7 +176,6 @@ func (s *sender) putLarge(kind byte, slot uint64, payload []byte) error {
 
 func (s *sender) write(b []byte) error {
 	_, err := s.w.Write(b)
-	s.last.Store(time.Now().UnixNano())
 	if err != nil {
 		s.mu.Lock()
 		s.closed, s.err = true, err
@@ -215,11 +210,6 @@ func (s *sender) loop() {
 		}
 		s.writeMu.Unlock()
 	}
-}
-
-// idle reports whether nothing has been sent for d.
-func (s *sender) idle(d time.Duration) bool {
-	return time.Since(time.Unix(0, s.last.Load())) >= d
 }
 
 // abort ends the stream at once, dropping what is pending: a write that

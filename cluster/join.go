@@ -123,11 +123,14 @@ func writeHeldJoinFile(path string, j Join) (*os.File, error) {
 }
 
 // removeHeldJoinFile closes f, a join file that writeHeldJoinFile wrote at
-// path, after removing path if it is f still: a file that another pool
-// wrote there since is its own.
+// path, after emptying and removing path if it is f still: a file that
+// another pool wrote there since is its own. Emptied, it tells an agent
+// on this host that holds it open that the pool ended, rather than was
+// killed (whose janitor removes it whole): see session.poolEnded.
 func removeHeldJoinFile(f *os.File, path string) error {
 	var err error
 	if isFile(f, path) {
+		os.Truncate(path, 0)
 		err = os.Remove(path)
 	}
 	if cerr := f.Close(); err == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/regfile"
 )
 
 // Subjects. A host agent of id AGENT reads what the pool sends it on
@@ -30,22 +31,22 @@ const (
 // handshake included: a pool busy queueing jobs may be slow to answer.
 const connectWait = 10 * time.Second
 
-// Liveness: each side of a host's streams sends at least every pingEvery
-// (a ping record when it has nothing else to send). The pool gives a host
-// up when the agent's connection to the server closes (seen within
-// connsEvery), or when it has heard nothing from it for silentFor of the
-// time that the pool ran; an agent stops its workers (SIGSTOP, their
-// commands too) when it has heard nothing from the pool for fenceAfter of
-// its own running time, and continues them when it hears from it again.
-// fenceAfter is shorter than silentFor by more than a tick, so that a
-// host's jobs have stopped before the pool gives them to other workers.
-// The silences are long against a ping: a machine busy starting hundreds
-// of processes on two cores may starve a side of a second or more.
+// Liveness: an agent sends the pool a ping every pingEvery, which says
+// when it was sent, and the pool echoes each one while it counts the host
+// as its own. The pool gives a host up when the agent's connection to the
+// server closes (seen within connsEvery), or when it has heard nothing
+// from it for its silence limit (silentFor unless a test says otherwise)
+// of the time that the pool ran. The agent's lease lasts half that
+// limit from the sending of the latest ping echoed: the pool, which read
+// that ping later, gives the host up no sooner than a whole limit after
+// it, by which time the agent and its workers have stopped the host's
+// jobs (agent.go). The silences are long against a ping: a machine busy
+// starting hundreds of processes on two cores may starve a side of a
+// second or more.
 const (
 	pingEvery  = 500 * time.Millisecond
 	connsEvery = 250 * time.Millisecond
 	silentFor  = 10 * time.Second
-	fenceAfter = 7 * time.Second
 )
 
 // agentName is the name of the connection of the agent of id, by which
@@ -87,6 +88,9 @@ type joinAnswer struct {
 	// Capacity is the pool's window capacity (engine.WindowCapacity),
 	// for the windows of the agent's workers in shared memory.
 	Capacity int `json:"capacity,omitempty"`
+	// Silence is the pool's silence limit, of which the agent's lease
+	// lasts half.
+	Silence time.Duration `json:"silence,omitempty"`
 }
 
 // A Listener is a pool's side of the cluster: its server, its join file,
@@ -96,7 +100,8 @@ type Listener struct {
 	srv      *Server
 	nc       *nats.Conn // the pool's connection: every host's streams
 	joinFile string
-	joinHeld *os.File // the join file, open and locked (writeHeldJoinFile)
+	joinHeld *os.File      // the join file, open and locked (writeHeldJoinFile)
+	silence  time.Duration // the hosts' silence limit
 
 	mu    sync.Mutex
 	hosts map[string]*remoteHost // by agent id
@@ -171,7 +176,7 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 		srv.Close()
 		return nil, err
 	}
-	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, joinHeld: held, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
+	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, joinHeld: held, silence: silentFor, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
 	go l.watchConns()
 	return l, nil
 }
@@ -237,7 +242,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 		}
 		// The agent subscribed to its down stream before it asked; it
 		// opens its workers once it has the answer.
-		answer(joinAnswer{Capacity: p.WindowCapacity()})
+		answer(joinAnswer{Capacity: p.WindowCapacity(), Silence: l.silence})
 		go h.serve()
 	})
 	if err != nil {
@@ -345,6 +350,7 @@ func (h *remoteHost) serve() {
 				s.replies.end(why)
 			}
 		case recPing:
+			h.echo(payload)
 		default:
 			h.end(fmt.Errorf("a record of kind %d", kind))
 			return
@@ -379,10 +385,21 @@ func (h *remoteHost) open(slot uint64) {
 	}
 }
 
+// echo answers a ping of the host's agent (its payload, the time of its
+// sending) with the same, unless the host has been given up: under h.mu,
+// as the silence is judged, so that no echo follows the decision.
+func (h *remoteHost) echo(ping []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.ended && len(ping) > 0 {
+		h.down.put(recPing, 0, ping)
+	}
+}
+
 // watch gives the host up when the pool has heard nothing from it for
-// silentFor of its own running time, and pings it when the pool has had
-// nothing to send it for pingEvery, until stop closes.
+// the silence limit of its own running time, until stop closes.
 func (h *remoteHost) watch(stop <-chan struct{}) {
+	silence := h.l.silence
 	t := time.NewTicker(pingEvery / 2)
 	defer t.Stop()
 	last, msgs := time.Now(), h.up.heard()
@@ -390,8 +407,9 @@ func (h *remoteHost) watch(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			if now.Sub(last) > silentFor/2 {
+		case <-t.C:
+			now := time.Now()
+			if now.Sub(last) > silence/2 {
 				// This process did not run for a while (stopped,
 				// say): the host's silence meanwhile says nothing.
 				h.heard.Store(now.UnixNano())
@@ -402,12 +420,9 @@ func (h *remoteHost) watch(stop <-chan struct{}) {
 				h.heard.Store(now.UnixNano())
 			}
 			last = now
-			if now.Sub(time.Unix(0, h.heard.Load())) >= silentFor {
-				h.end(fmt.Errorf("no word from it for %v", silentFor))
+			silent := func() bool { return now.Sub(time.Unix(0, h.heard.Load())) >= silence }
+			if h.endIf(silent, fmt.Errorf("no word from it for %v", silence)) {
 				return
-			}
-			if h.down.idle(pingEvery) {
-				h.down.put(recPing, 0, nil)
 			}
 		}
 	}
@@ -416,11 +431,15 @@ func (h *remoteHost) watch(stop <-chan struct{}) {
 // end lets the host go: its workers' replies end with why (nil or io.EOF:
 // a clean end, the pool's or the agent's), the agent is told why it was
 // given up, and the host's streams close.
-func (h *remoteHost) end(why error) {
+func (h *remoteHost) end(why error) { h.endIf(nil, why) }
+
+// endIf is end if cond, called under h.mu, is nil or holds; it reports
+// whether it ended the host.
+func (h *remoteHost) endIf(cond func() bool, why error) bool {
 	h.mu.Lock()
-	if h.ended {
+	if h.ended || cond != nil && !cond() {
 		h.mu.Unlock()
-		return
+		return false
 	}
 	h.ended = true
 	slots := h.slots
@@ -437,7 +456,7 @@ func (h *remoteHost) end(why error) {
 	h.up.Close()
 	if replyErr == io.EOF {
 		h.down.close()
-		return
+		return true
 	}
 	// Tell the agent why, if it still hears; do not wait for it.
 	h.down.put(recGone, 0, []byte(why.Error()))
@@ -450,6 +469,7 @@ func (h *remoteHost) end(why error) {
 			h.down.abort()
 		}
 	}()
+	return true
 }
 
 // slotWriter is a stream of the pool to one of a host's workers: its
@@ -480,6 +500,7 @@ func (w *slotWriter) Close() error {
 type session struct {
 	j        Join
 	joinFile string
+	joinOpen *os.File // the join file as dial read it; nil if it could not be opened
 	nc       *nats.Conn
 	endSub   *nats.Subscription
 	lost     chan struct{} // the connection ended
@@ -504,22 +525,26 @@ func dial(joinFile, name string) (*session, error) {
 		return nil, err
 	}
 	s := &session{j: j, joinFile: joinFile, lost: make(chan struct{}), ended: make(chan struct{})}
+	s.joinOpen, _ = regfile.Open(joinFile)
 	var lostOnce, endOnce sync.Once
 	s.nc, err = nats.Connect(j.URL, append(copts, nats.Name(name), nats.MaxReconnects(0), nats.Timeout(connectWait),
 		nats.ClosedHandler(func(*nats.Conn) { lostOnce.Do(func() { close(s.lost) }) }))...)
 	if err != nil {
+		if s.joinOpen != nil {
+			s.joinOpen.Close()
+		}
 		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
 	// The pool says when it has ended: what fails after that is no error.
 	s.endSub, err = s.nc.Subscribe(endSubject, func(*nats.Msg) { endOnce.Do(func() { close(s.ended) }) })
 	if err != nil {
-		s.nc.Close()
+		s.close()
 		return nil, err
 	}
 	// The server has the subscription before this worker asks to join: a
 	// notice sent after the question reaches it.
 	if err := s.nc.Flush(); err != nil {
-		s.nc.Close()
+		s.close()
 		return nil, fmt.Errorf("cluster: joining %s: %w", j.URL, err)
 	}
 	return s, nil
@@ -528,6 +553,9 @@ func dial(joinFile, name string) (*session, error) {
 func (s *session) close() {
 	s.endSub.Unsubscribe()
 	s.nc.Close()
+	if s.joinOpen != nil {
+		s.joinOpen.Close()
+	}
 }
 
 // poolEnded reports whether the pool has said that it ended.
@@ -539,14 +567,18 @@ func (s *session) poolEnded() bool {
 		// The end notice comes before the connection's end; give its
 		// handler a moment. A server that closes a connection the
 		// worker has just written to may drop what it had sent
-		// (a reset): a join file that is gone says the end too, to
-		// a worker on the pool's host.
+		// (a reset): a join file that the pool emptied and removed
+		// says the end too, to a worker on the pool's host. One that a
+		// janitor removed (its pool was killed) is not emptied.
 		select {
 		case <-s.ended:
 			return true
 		case <-time.After(100 * time.Millisecond):
-			_, err := os.Stat(s.joinFile)
-			return errors.Is(err, os.ErrNotExist)
+			if _, err := os.Stat(s.joinFile); !errors.Is(err, os.ErrNotExist) || s.joinOpen == nil {
+				return false
+			}
+			fi, err := s.joinOpen.Stat()
+			return err == nil && fi.Size() == 0
 		}
 	default:
 		return false
@@ -554,13 +586,15 @@ func (s *session) poolEnded() bool {
 }
 
 // join asks the pool to admit the agent of id, which has subscribed to
-// its down stream already, and returns the pool's window capacity. The pool may not run yet (its join file is written before): it
-// asks again while nobody answers, for up to joinWait. It returns
-// errPoolEnded if the pool has ended.
-func (s *session) join(ctx context.Context, id string) (capacity int, err error) {
+// its down stream already, and returns the pool's answer: its window
+// capacity and its silence limit. The pool may not run yet (its join file
+// is written before): it asks again while nobody answers, for up to
+// joinWait. It returns errPoolEnded if the pool has ended.
+func (s *session) join(ctx context.Context, id string) (joinAnswer, error) {
 	host, _ := os.Hostname()
 	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
 	var m *nats.Msg
+	var err error
 	for start := time.Now(); ; {
 		m, err = s.nc.Request(joinSubject, req, 10*time.Second)
 		if !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > joinWait {
@@ -569,25 +603,25 @@ func (s *session) join(ctx context.Context, id string) (capacity int, err error)
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return joinAnswer{}, ctx.Err()
 		case <-s.ended:
-			return 0, errPoolEnded
+			return joinAnswer{}, errPoolEnded
 		}
 	}
 	if err != nil {
 		if s.poolEnded() {
-			return 0, errPoolEnded
+			return joinAnswer{}, errPoolEnded
 		}
-		return 0, fmt.Errorf("cluster: asking %s to join: %w", s.j.URL, err)
+		return joinAnswer{}, fmt.Errorf("cluster: asking %s to join: %w", s.j.URL, err)
 	}
 	var a joinAnswer
 	if err := json.Unmarshal(m.Data, &a); err != nil {
-		return 0, fmt.Errorf("cluster: the pool's answer: %w", err)
+		return joinAnswer{}, fmt.Errorf("cluster: the pool's answer: %w", err)
 	}
 	if a.Refused != "" {
-		return 0, fmt.Errorf("cluster: the pool refused this host: %s", a.Refused)
+		return joinAnswer{}, fmt.Errorf("cluster: the pool refused this host: %s", a.Refused)
 	}
-	return a.Capacity, nil
+	return a, nil
 }
 
 // Dial connects to the pool of joinFile as a client, as a worker does:

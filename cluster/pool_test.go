@@ -377,7 +377,8 @@ func TestOtherBuildRefused(t *testing.T) {
 }
 
 // TestParentKilled: when the pool's process is killed with SIGKILL, its
-// remote workers, which were running its jobs, exit within 5 s.
+// agents, whose workers were running its jobs, exit within 5 s with an
+// error that says they lost the pool (status 1).
 func TestParentKilled(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
 	marksDir := t.TempDir()
@@ -399,7 +400,8 @@ func TestParentKilled(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	ws := startWorkers(t, joinFile, 2)
+	said := []*proctest.Buffer{new(proctest.Buffer), new(proctest.Buffer)}
+	ws := []*exec.Cmd{startAgent(t, joinFile, said[0]), startAgent(t, joinFile, said[1])}
 	// Both join and run jobs.
 	for {
 		marks, _ := os.ReadDir(marksDir)
@@ -418,10 +420,14 @@ func TestParentKilled(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- w.Wait() }()
 		select {
-		case <-done:
-			t.Logf("worker %d exited %v after the pool's death", i, time.Since(killed).Round(time.Millisecond))
+		case err := <-done:
+			t.Logf("agent %d exited %v after the pool's death: %v", i, time.Since(killed).Round(time.Millisecond), err)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(said[i].String(), "lost the pool") {
+				t.Errorf("agent %d: %v, want exit status 1 saying that it lost the pool:\n%s", i, err, said[i].String())
+			}
 		case <-time.After(20*time.Second - time.Since(killed)):
-			t.Errorf("worker %d is still there 20 s after the pool's death", i)
+			t.Errorf("agent %d is still there 20 s after the pool's death", i)
 		}
 	}
 }

@@ -198,7 +198,9 @@
 // network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
 // [StartWorkerProcess] starts, for a pool elsewhere, the same worker
 // process as a pool's own, whose frames its starter relays and whose
-// shared-memory window it publishes with the pool's generations; a
+// shared-memory window it publishes with the pool's generations, and
+// which stops its jobs' commands when the starter's lease
+// ([WorkerProcess.Lease]) ends; a
 // transport that serves workers in its own process uses [Serve] with
 // [OwnCache] and [NewWindowReader].
 //
@@ -249,7 +251,8 @@ package engine
 // worker process started for a pool elsewhere), framelink.go (the
 // parent's half of the frames, shared by the first two), wire.go and
 // wiredecode.go (the frames), codec.go (job values), proc_linux.go and
-// proc_other.go (how a worker process is started).
+// proc_other.go (how a worker process is started), lease_linux.go and
+// lease_other.go (a worker process's lease from its starter).
 //
 // The worker: process.go (Init, a worker process's life), pipeworker.go
 // (the worker's half of the frames; Serve), jobcontrol.go (cancels and

@@ -25,6 +25,7 @@ const (
 	fdJobs    = 4 // frames from the parent
 	fdReply   = 5 // frames to the parent
 	fdControl = 6 // cancels and revokes from the parent, read all along
+	fdLease   = 7 // leases from the starter (StartWorkerProcess only)
 )
 
 // processTransport starts workers as processes, each with a cache of its
@@ -51,7 +52,7 @@ func (t *processTransport) start(index int, win WindowPublisher) (link, error) {
 	if w == nil {
 		return nil, errors.New("engine: a worker process reads a window of its transport's making")
 	}
-	sp, err := spawnWorker(w, t.output, nil)
+	sp, err := spawnWorker(w, t.output, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("engine: starting worker %d: %w", index, err)
 	}
@@ -72,9 +73,10 @@ type spawned struct {
 }
 
 // spawnWorker starts a worker process that reads window w, from the
-// spawning thread (see internal/spawn), with env added to its environment;
-// what it prints goes to output's writers.
-func spawnWorker(w *shm.Window, output workerOutput, env []string) (*spawned, error) {
+// spawning thread (see internal/spawn), with env added to its environment
+// and, if lease is not nil, lease as its descriptor fdLease; what it
+// prints goes to output's writers.
+func spawnWorker(w *shm.Window, output workerOutput, env []string, lease *os.File) (*spawned, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to start workers: %w", err)
@@ -99,6 +101,9 @@ func spawnWorker(w *shm.Window, output workerOutput, env []string) (*spawned, er
 	cmd.Stdout = lp.outW
 	cmd.Stderr = lp.errW
 	cmd.ExtraFiles = []*os.File{w.File(), lp.jobsR, lp.repW, lp.ctlR} // fds 3, 4, 5, 6
+	if lease != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, lease) // fd 7
+	}
 	cmd.SysProcAttr = workerSysProcAttr()
 	err = spawn.Start(cmd)
 	lp.closeWorkers()

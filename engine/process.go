@@ -93,6 +93,12 @@ func serveProcess(version string) int {
 	// A worker started for a pool elsewhere (StartWorkerProcess) leaves
 	// that pool as Serve does: with a goodbye, after its running job.
 	leaves := os.Getenv(leaveEnv) == "1"
+	if leaves {
+		// Its starter's leases (WorkerProcess.Lease), which no job's
+		// process may inherit.
+		syscall.CloseOnExec(fdLease)
+		go holdLease(os.NewFile(fdLease, "lease"))
+	}
 	var said atomic.Pointer[pipeWorker] // once the handshake is done
 	bye := func() {
 		if wc := said.Load(); leaves && wc != nil {

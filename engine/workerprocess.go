@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/poolrun/poolrun/shm"
@@ -18,8 +21,9 @@ import (
 // workers. It is the very process a pool starts for [Workers], with its
 // protocol, its cache and its process group.
 type WorkerProcess struct {
-	sp  *spawned
-	win *shm.Window
+	sp     *spawned
+	win    *shm.Window
+	leaseW *os.File // the write end of the worker's lease pipe
 
 	mu    sync.Mutex
 	ended bool
@@ -34,12 +38,42 @@ func StartWorkerProcess(capacity int, stdout, stderr io.Writer) (*WorkerProcess,
 	if err != nil {
 		return nil, fmt.Errorf("engine: creating a window: %w", err)
 	}
-	sp, err := spawnWorker(win, workerOutput{stdout: stdout, stderr: stderr}, []string{leaveEnv + "=1"})
+	leaseR, leaseW, err := os.Pipe()
 	if err != nil {
 		win.Close()
 		return nil, fmt.Errorf("engine: starting a worker process: %w", err)
 	}
-	return &WorkerProcess{sp: sp, win: win}, nil
+	sp, err := spawnWorker(win, workerOutput{stdout: stdout, stderr: stderr}, []string{leaveEnv + "=1"}, leaseR)
+	leaseR.Close()
+	if err != nil {
+		win.Close()
+		leaseW.Close()
+		return nil, fmt.Errorf("engine: starting a worker process: %w", err)
+	}
+	return &WorkerProcess{sp: sp, win: win, leaseW: leaseW}, nil
+}
+
+// Lease lets the commands of the worker's jobs run until until. Once a
+// worker process has had a lease, it stops (SIGSTOP) the processes whose
+// spawn.OwnerEnv mark names it as their worker (package execflow's
+// commands, and what they start) when its latest lease ends, and
+// continues them (SIGCONT) when a later one comes; its own process goes
+// on. A starter that renews the lease only while the worker's jobs are
+// its to run (a host agent, while its pool counts the host as its own)
+// so has them stop when it cannot act itself: stopped, hung, cut off.
+// When the starter dies, the worker kills them. Lease never waits: a
+// lease that does not fit in the pipe (of a worker that does not read,
+// stopped) is dropped. Leases are Linux's; elsewhere they do nothing.
+func (w *WorkerProcess) Lease(until time.Time) {
+	left := time.Until(until) // first: the end is never early in monoNow's clock
+	end := monoNow() + int64(left)
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(end))
+	if rc, err := w.leaseW.SyscallConn(); err == nil {
+		rc.Write(func(fd uintptr) bool {
+			syscall.Write(int(fd), b)
+			return true // done, written or not
+		})
+	}
 }
 
 // Jobs is the stream of frames to the worker (its handshake, jobs, stop).
@@ -89,6 +123,7 @@ func (w *WorkerProcess) Wait() error {
 	w.win.Close()
 	w.sp.jobsW.Close()
 	w.sp.ctlW.Close()
+	w.leaseW.Close()
 	if w.sp.cmd.ProcessState.Success() {
 		return nil
 	}

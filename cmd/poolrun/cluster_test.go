@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,18 +150,7 @@ func TestPoolStoppedFencesCommands(t *testing.T) {
 	dir := t.TempDir()
 	arg := uniqueArg(10) // longer than the agent takes to stop it
 	killAll(t, "sleep", arg)
-	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(fmt.Sprintf("jobs:\n  - id: long\n    run: sleep %s\n", arg)), 0o644)
-	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
-	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
-	// Read while it runs: a buffer safe for that.
-	agent := exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", "1")
-	agent.Dir = dir
-	var agentOut proctest.Buffer
-	agent.Stdout, agent.Stderr = &agentOut, &agentOut
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	pool, out, agent, agentOut := startListenRun(t, dir, "sleep "+arg)
 	sleeps := waitProcs(t, "sleep", arg)
 	pool.Process.Signal(syscall.SIGSTOP)
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(agentOut.String(), "stopped until it speaks"); time.Sleep(20 * time.Millisecond) {
@@ -180,5 +170,58 @@ func TestPoolStoppedFencesCommands(t *testing.T) {
 	}
 	if err := agent.Wait(); err != nil {
 		t.Errorf("the agent: %v\n%s", err, agentOut.String())
+	}
+}
+
+// startListenRun starts, in dir, poolrun run of a workflow of one job
+// that runs run, with no local worker and --listen, and one poolrun
+// worker -j 1 that joins it; what the worker prints is read while it
+// runs.
+func startListenRun(t *testing.T, dir, run string) (pool *exec.Cmd, out *bytes.Buffer, agent *exec.Cmd, agentOut *proctest.Buffer) {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: long\n    run: "+run+"\n"), 0o644)
+	pool, out = startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
+	agent = exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", "1")
+	agent.Dir = dir
+	agentOut = new(proctest.Buffer)
+	agent.Stdout, agent.Stderr = agentOut, agentOut
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if agent.ProcessState == nil {
+			agent.Process.Kill()
+			agent.Wait()
+		}
+	})
+	return pool, out, agent, agentOut
+}
+
+// TestWorkerPoolKilled: poolrun worker whose pool is killed (SIGKILL)
+// while its worker runs a command kills the command, and exits with
+// status 1 saying that it lost the pool: a pool killed is not a pool
+// that ended.
+func TestWorkerPoolKilled(t *testing.T) {
+	dir := t.TempDir()
+	arg := uniqueArg(60)
+	killAll(t, "sleep", arg)
+	pool, _, agent, agentOut := startListenRun(t, dir, "sleep "+arg+"; echo hi")
+	sleeps := waitProcs(t, "sleep", arg)
+	pool.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- agent.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(agentOut.String(), "lost the pool") {
+			t.Errorf("poolrun worker, its pool killed: %v, want exit status 1 saying that it lost the pool:\n%s", err, agentOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("poolrun worker is still there 20 s after its pool was killed:\n%s", agentOut.String())
+	}
+	t.Logf("poolrun worker said:\n%s", agentOut.String())
+	if left := proctest.WaitGone(sleeps, 10*time.Second); len(left) > 0 {
+		t.Errorf("the command %v is still there after its worker's pool was killed", left)
 	}
 }

@@ -46,19 +46,24 @@ of their start, the agent gives up (exit status 1). Run one agent per
 host: srun --ntasks-per-node=1 poolrun worker --join-file FILE uses every
 core of each node.
 
-If the agent hears nothing from the pool for 7 s (the pool stopped, or
-the network down), it stops its workers and their commands (SIGSTOP) and
-continues them when the pool speaks again; a pool that hears nothing from
+The agent pings the pool every half second, and the pool echoes each
+ping. If the agent has had no echo of a ping sent in the last 5 s (the
+pool stopped, or the network down), it stops its workers and their
+commands (SIGSTOP) until an echo of a newer ping comes; a stopped agent's
+workers stop their commands themselves. A pool that hears nothing from
 the agent for 10 s gives its jobs to other workers and tells it, and the
-agent then kills its workers and exits with status 1, saying why. The
-agent's workers and their commands die with it (SIGKILL included).
+agent then kills its workers and their commands and exits with status 1,
+saying why. When a worker process dies, the agent kills what its commands
+left running before the pool runs the job again. The agent's workers and
+their commands die with it (SIGKILL included).
 
 SIGTERM or Ctrl-C (as Slurm stops a job step) makes the workers leave the
 pool cleanly: each starts no other job, the job it runs is cancelled (the
 pool counts it Aborted, and runs it again elsewhere with --retries), its
 items' cleanups run, the jobs it had been sent go to other workers, and
-poolrun worker exits with status 0. A worker whose pool is gone exits
-within 5 s.
+poolrun worker exits with status 0. An agent whose pool is gone without
+saying that it ended (killed, or cut off) kills its workers' commands and
+exits with status 1 within 5 s, saying that it lost the pool.
 
 Example, with the pool on host a and more workers on host b:
   a$ poolrun scaffold --listen 0.0.0.0:4222 --join-file run.join -j 2

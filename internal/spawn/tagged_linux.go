@@ -4,6 +4,7 @@ package spawn
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -35,15 +36,72 @@ import (
 // with kill(2): a process that takes the pid between the check and the
 // kill is signalled in its place.
 func SignalTagged(match func(entry string) bool, sig syscall.Signal) int {
+	n := 0
+	for _, p := range findTagged(match) {
+		if signal(p.pid, p.was, sig) {
+			n++
+		}
+	}
+	return n
+}
+
+// KillTagged kills (SIGKILL) the processes that SignalTagged(match,
+// SIGKILL) would, each before its parent if that is one of them, and
+// returns how many it killed. The order matters for stopped processes:
+// when a process group loses its last member whose parent is in another
+// group of the session, the kernel continues its stopped members (SIGHUP,
+// then SIGCONT), and one that ignores SIGHUP would run until its own
+// SIGKILL. Children killed first, every stopped member of such a group
+// has had its SIGKILL before the group is left so, and never runs again.
+func KillTagged(match func(entry string) bool) int {
+	found := findTagged(match)
+	parent := make(map[int]int, len(found))
+	for _, p := range found {
+		parent[p.pid] = p.ppid
+	}
+	depth := func(pid int) int {
+		d := 0
+		for range found { // bounded, should pids read apart make a loop
+			pp, ok := parent[pid]
+			if !ok {
+				break
+			}
+			d, pid = d+1, pp
+		}
+		return d
+	}
+	for i := range found {
+		found[i].depth = depth(found[i].pid)
+	}
+	slices.SortStableFunc(found, func(a, b tagged) int { return cmp.Compare(b.depth, a.depth) })
+	n := 0
+	for _, p := range found {
+		if signal(p.pid, p.was, syscall.SIGKILL) {
+			n++
+		}
+	}
+	return n
+}
+
+// A tagged is a process found by findTagged.
+type tagged struct {
+	pid, ppid, depth int
+	was              identity
+}
+
+// findTagged returns the processes but this one that run as this
+// process's user and whose environment holds an entry for which match is
+// true (see [SignalTagged]).
+func findTagged(match func(entry string) bool) []tagged {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	self, uid := os.Getpid(), os.Getuid()
 	var buf []byte // each environment in turn
-	n := 0
+	var found []tagged
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
@@ -52,21 +110,19 @@ func SignalTagged(match func(entry string) bool, sig syscall.Signal) int {
 		// The environment first, one file: most processes bear no tag. It
 		// counts once read again after the process was identified, since
 		// a process that took the pid in between is another.
-		if buf = environ(name, buf); !tagged(buf, match) {
+		if buf = environ(name, buf); !hasEntry(buf, match) {
 			continue
 		}
 		was, err := identify(pid)
 		if err != nil || was.uid != uid {
 			continue
 		}
-		if buf = environ(name, buf); !tagged(buf, match) {
+		if buf = environ(name, buf); !hasEntry(buf, match) {
 			continue
 		}
-		if signal(pid, was, sig) {
-			n++
-		}
+		found = append(found, tagged{pid: pid, ppid: parentOf(pid), was: was})
 	}
-	return n
+	return found
 }
 
 // StartTime returns when process pid started, in clock ticks after the
@@ -74,21 +130,42 @@ func SignalTagged(match func(entry string) bool, sig syscall.Signal) int {
 // process: one that takes the pid once this one has ended has a later
 // start time, unless the pids came round to it within the same tick.
 func StartTime(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, in parentheses (which may hold
-	// anything, spaces and parentheses included), begin with the third,
-	// the state: the start time is the twentieth of them.
-	if i := bytes.LastIndexByte(data, ')'); i >= 0 {
-		if f := strings.Fields(string(data[i+1:])); len(f) >= 20 {
-			if start, err := strconv.ParseUint(f[19], 10, 64); err == nil {
-				return start, nil
-			}
+	f, err := statFields(pid)
+	if err == nil && len(f) >= 20 {
+		if start, err := strconv.ParseUint(f[19], 10, 64); err == nil {
+			return start, nil
 		}
 	}
-	return 0, fmt.Errorf("spawn: /proc/%d/stat: no start time in %q", pid, data)
+	if err == nil {
+		err = fmt.Errorf("spawn: /proc/%d/stat: no start time", pid)
+	}
+	return 0, err
+}
+
+// parentOf returns the parent of process pid (field 4 of /proc/PID/stat),
+// or 0.
+func parentOf(pid int) int {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name,
+// in parentheses (which may hold anything, spaces and parentheses
+// included): the third field, the state, is the first of them.
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("spawn: /proc/%d/stat: no command name in %q", pid, data)
+	}
+	return strings.Fields(string(data[i+1:])), nil
 }
 
 // identity is what tells a process from another that had or will have its
@@ -153,9 +230,9 @@ func environ(pid string, buf []byte) []byte {
 	}
 }
 
-// tagged reports whether env, a process's environment as /proc gives it,
-// holds an entry for which match is true.
-func tagged(env []byte, match func(entry string) bool) bool {
+// hasEntry reports whether env, a process's environment as /proc gives
+// it, holds an entry for which match is true.
+func hasEntry(env []byte, match func(entry string) bool) bool {
 	for entry := range bytes.SplitSeq(env, []byte{0}) {
 		if match(string(entry)) {
 			return true

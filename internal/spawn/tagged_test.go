@@ -152,3 +152,70 @@ func TestStartTime(t *testing.T) {
 		t.Error("StartTime(-1): no error")
 	}
 }
+
+// TestKillTaggedStopped: a tagged shell in a process group of its own,
+// stopped (SIGSTOP) with the busy loops it started in the background,
+// which ignore SIGHUP as poolrun's commands do: killed with KillTagged,
+// none of the loops runs again. Killed in the order of /proc, the shell
+// would die first, the kernel would continue its orphaned group
+// (SIGHUP, SIGCONT), and a loop would write before its own SIGKILL.
+func TestKillTaggedStopped(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("environments are read from /proc")
+	}
+	dir := t.TempDir()
+	tag := fmt.Sprintf("POOLRUN_TEST_TAG=%d-%d", os.Getpid(), time.Now().UnixNano())
+	const loops = 8
+	cmd := exec.Command("sh", "-c", `trap '' HUP; i=0; while [ $i -lt `+strconv.Itoa(loops)+` ]; do (while :; do echo t >> ticks; done) & i=$((i+1)); done; wait`)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), tag)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL); cmd.Wait() })
+	mine := func(e string) bool { return e == tag }
+	members := func() []int {
+		return proctest.Find("environ", func(env []byte) bool { return slices.Contains(strings.Split(string(env), "\x00"), tag) })
+	}
+	running := func() bool {
+		_, err := os.Stat(dir + "/ticks")
+		return err == nil && len(members()) == loops+1
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the shell and its %d loops run after 20 s", len(members()), loops)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(-pgid, syscall.SIGSTOP)
+	procs := members()
+	for _, pid := range procs {
+		for proctest.State(pid) != "T" {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d is in state %s after SIGSTOP of its group", pid, proctest.State(pid))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	before, err := os.ReadFile(dir + "/ticks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := spawn.KillTagged(mine); n != len(procs) {
+		t.Errorf("killed %d processes, want the %d tagged", n, len(procs))
+	}
+	cmd.Wait()
+	if left := proctest.WaitGone(procs, 10*time.Second); len(left) > 0 {
+		t.Fatalf("processes %v still there after KillTagged", left)
+	}
+	after, err := os.ReadFile(dir + "/ticks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("the stopped loops wrote %d bytes after KillTagged: they ran again before they died", len(after)-len(before))
+	}
+}
