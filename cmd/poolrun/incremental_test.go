@@ -204,8 +204,9 @@ func TestIncrementalChangedCommand(t *testing.T) {
 	}
 }
 
-// A failing job's declared outputs are gone afterwards, and one that exits
-// 0 without writing its output fails, naming it.
+// What a failing job wrote of its declared outputs is gone afterwards,
+// its last outputs back as they were, and one that exits 0 without
+// writing its output fails, naming it.
 func TestIncrementalFailedOutputs(t *testing.T) {
 	dir := t.TempDir()
 	wf := `
@@ -223,8 +224,8 @@ jobs:
 	if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// An old half.txt: out of date, and removed with what the failed
-	// command wrote.
+	// An old half.txt: out of date, set aside while the job runs, and put
+	// back once what the failed command wrote is removed.
 	if err := os.WriteFile(filepath.Join(dir, "half.txt"), []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -232,10 +233,13 @@ jobs:
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, gone := range []string{"half.txt", "parts/1.part", "lazy.txt"} {
+	for _, gone := range []string{"parts/1.part", "lazy.txt"} {
 		if _, err := os.Lstat(filepath.Join(dir, gone)); err == nil {
 			t.Errorf("%s, an output of a failed job, is still there", gone)
 		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "half.txt")); err != nil || string(data) != "old\n" {
+		t.Errorf("half.txt: %q, %v; want the old one back", data, err)
 	}
 	for _, want := range []string{
 		"poolrun: job \"half\" (wf.yaml:3): exit status 3\n    poolrun removed what the job wrote: half.txt, parts/1.part\n",

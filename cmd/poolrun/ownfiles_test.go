@@ -192,10 +192,10 @@ func TestForceAlone(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"wf.yaml": `jobs:
   - id: data/a
-    run: echo a >> a.out
+    run: echo a >> a.log; touch a.out
     outputs: [a.out]
   - id: data/b
-    run: echo b >> b.out
+    run: echo b >> b.log; touch b.out
     outputs: [b.out]
 `})
 	mustRun(t, dir, "run", "--quiet", "wf.yaml")
@@ -206,7 +206,7 @@ func TestForceAlone(t *testing.T) {
 		}
 	}
 	mustRun(t, dir, "run", "--quiet", "--force", "wf.yaml")
-	for _, f := range []string{"a.out", "b.out"} {
+	for _, f := range []string{"a.log", "b.log"} {
 		if data, _ := os.ReadFile(filepath.Join(dir, f)); strings.Count(string(data), "\n") != 2 {
 			t.Errorf("%s holds %q: its job did not run again under --force", f, data)
 		}

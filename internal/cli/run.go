@@ -170,9 +170,14 @@ output paths, never whatever else a glob matches: a hand-written file
 beside them neither makes the job look done nor is removed. Otherwise it
 runs: it never ran here ("output X exists, but no run of this job is
 recorded as making it"), an output is missing, an input is missing or
-newer, its command changed, or a job it runs after runs. A job without
-outputs always runs. This is decided before anything runs, in the order
-of the jobs. --force runs every job anyway (so does --force '*', ids with
+newer, its command changed, or a job it runs after runs. An input glob
+that matches another set of files than when the job last ran reruns it
+too ("input data/*.csv matches data/b.csv, which it did not when the job
+last ran"), whatever the files' times. An input that does not exist and
+that no job makes (no output names it, and the job runs after no job
+without outputs) stops the run before anything runs, FILE:LINE, exit
+status 2. A job without outputs always runs. This is decided before
+anything runs, in the order of the jobs. --force runs every job anyway (so does --force '*', ids with
 a / included), --force JOB-GLOB (repeatable, or comma-separated) those
 whose ids match.
 
@@ -191,8 +196,15 @@ its output paths where it created or changed them, the files its globs
 match that it created, or made before and changed, and the folders it
 created; never a file that was there before and is not the job's,
 whatever happened to it. The message and the report name what was
-removed. A command that exits 0 leaving an output as it was (cp -p, a
-make with nothing to do) succeeds; one that exits 0 with an output
+removed. Before a job's command runs, its last outputs (its
+output paths and the files it made under its globs, unless its inputs
+name them too) are moved aside as .NAME.poolrun-aside in their folders,
+and the folders of its outputs are made: the command starts from
+nothing, as a first run does. They are dropped when it succeeds (a
+folder output then gets the time of its end, so that it settles), and
+put back as they were when it fails or is interrupted; a run cut off
+leaves them aside for the job's next run, which puts them back first. A
+command that exits 0 leaving an output as it was (cp -p) succeeds; one that exits 0 with an output
 missing, or a glob matching none of its files, fails. Before the first
 job runs, the state file records the jobs about to run as begun, and a
 job as done only once it has succeeded: a run that is cut off (kill -9, a

@@ -174,7 +174,16 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		}
 	}
 	if pid < 0 {
-		if pid, err = syscall.ForkExec("/bin/sh", []string{"/bin/sh", "-c", c.run}, attr); err != nil {
+		argv := []string{"/bin/sh", "-c", c.run}
+		if len(c.run) > maxArgCommand {
+			script, args, err := scriptFile(c.run)
+			if err != nil {
+				return ws, nil, err
+			}
+			defer script.Close()
+			argv = args
+		}
+		if pid, err = syscall.ForkExec("/bin/sh", argv, attr); err != nil {
 			return ws, nil, fmt.Errorf("starting sh: %w", &os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: err})
 		}
 	}

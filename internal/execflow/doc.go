@@ -129,9 +129,13 @@
 // ([Decision], [Reason]), and which are skipped: those that the state file
 // records as the makers of their outputs, whose outputs all exist, none
 // older than their inputs or than the outputs of the jobs they run after,
-// whose command is the one that made their outputs, and that run after no
-// job that runs. A job without outputs always runs, and
-// [PlanOptions.Force] names jobs that run whatever their files say.
+// whose command is the one that made their outputs, whose input patterns
+// match the files they matched when the job last ran ([MatchedInputs]),
+// and that run after no job that runs. A job without outputs always
+// runs, and [PlanOptions.Force] names jobs that run whatever their files
+// say. NewPlan fails ([errNoSource]) when an input that no job makes
+// (workflow.Job.Sources) does not exist, unless its job runs after one
+// without outputs, which may make anything.
 // [Plan.WriteText] and [Plan.WriteDot] show a plan; [Queue] with
 // [Options.Plan] queues the jobs it skips with engine.Skip, so that they
 // end Skipped, need no item, and let the jobs after them run.
@@ -162,8 +166,16 @@
 // # Outputs of a failed job
 //
 // A job's worker checks its declared outputs right after the command, in
-// [Queue]'s registered function. Before the command it notes what the
-// outputs stand for (modification time, size, inode). When the command
+// [Queue]'s registered function. Before the command it moves the job's
+// last outputs aside (its output paths and the files the state file
+// records as its own, unless its inputs name them too: a rename to
+// .NAME.poolrun-aside in the same folder; one left there by a run that
+// was cut off is put back first), makes the folders the outputs lie in,
+// and notes what the outputs stand for (modification time, size, inode).
+// The command thus starts from nothing, as a first run does. When the job
+// succeeds, the last outputs are dropped and each output path that is a
+// folder gets the time of the job's end; when it fails, they are put back
+// once what the command wrote is removed. When the command
 // exits 0, an output path where there is nothing, or a pattern that
 // matches no file of the job's (one the command created or changed, or
 // one the state file records as the job's), fails the job with an error

@@ -25,6 +25,11 @@ var errOutputNotWritten = errors.New("the command exited 0 without making this o
 // version; the error names the file.
 var errBadState = errors.New("execflow: bad state file")
 
+// errNoSource is wrapped by the error of [NewPlan] when an input that no
+// job makes does not exist (make's "No rule to make target"); the error
+// names the job, its line and the input.
+var errNoSource = errors.New("it does not exist, and no job makes it")
+
 // A commandError reports a command that exited with a non-zero status or was
 // killed by a signal: a job's own command, or the command that builds an
 // item the job needs.

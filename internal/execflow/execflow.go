@@ -102,6 +102,9 @@ type Result struct {
 	// largest process (the shell, or a process the shell waited for), as
 	// wait4 reports it; 0 where unknown.
 	PeakRSS int64
+	// Inputs is what the job's input patterns matched when its command
+	// started; the zero MatchedInputs for a job without one.
+	Inputs MatchedInputs
 	// Outputs holds the files the job made that its output patterns
 	// match, relative to its working folder, sorted (its output paths
 	// are not listed: they are its own by their declaration). The state
@@ -122,6 +125,7 @@ type execArg struct {
 	Items     []itemParam
 	Stdio     Stdio    // resolved: LogDir absolute
 	Outputs   *outputs // the job's declared outputs; nil if none
+	Globs     []string // its inputs that are patterns, as written
 }
 
 var execFunc = engine.Register(funcName, runJob)
@@ -354,6 +358,7 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 			made = opts.Plan.state.Jobs[j.ID].Made
 		}
 		pl.arg.Outputs = outs.of(j, made)
+		pl.arg.Globs = inputPatterns(j)
 		for _, name := range j.Needs {
 			ip, ok := params[name]
 			if !ok {
@@ -434,9 +439,14 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, context.Cause(ctx))
 	}
+	aside, err := a.Outputs.setAside()
+	if err != nil {
+		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, err)
+	}
 	before := a.Outputs.snapshot()
+	matched := matchInputs(folder{Abs: a.Dir}, a.Globs)
 	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
-	res := Result{Stderr: out.tail, Duration: out.duration, PeakRSS: out.maxRSS}
+	res := Result{Stderr: out.tail, Duration: out.duration, PeakRSS: out.maxRSS, Inputs: matched}
 	switch {
 	case err != nil:
 		err = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
@@ -450,7 +460,7 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 		}
 	}
 	// Outputs checked, or removed if the job failed.
-	res.Outputs, err = finishOutputs(a, before, err)
+	res.Outputs, err = finishOutputs(a, before, aside, err)
 	return res, err
 }
 

@@ -12,6 +12,7 @@ const (
 var (
 	AsCommandError = asCommandError
 	ErrBadState    = errBadState
+	ErrNoSource    = errNoSource
 	ErrNoArtefact  = errNoArtefact
 	LogName        = logName
 	StateFile      = stateFile

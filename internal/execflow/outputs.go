@@ -34,8 +34,11 @@ type outputs struct {
 	Root string
 	List []string // as written in the workflow
 	// Made holds the absolute paths of the files that the state file
-	// records as made by the job under its output patterns.
+	// records as made by the job under its output patterns, sorted.
 	Made []string
+	// Keep holds those of its output paths and Made that the job reads
+	// too (its inputs name them): they are not moved aside (aside.go).
+	Keep []string
 	// Protect holds absolute paths that are never removed, nor is any
 	// folder above them: the workflow file, its state file, the
 	// commands' working folder.
@@ -85,6 +88,24 @@ func (m *outputsMaker) of(j *workflow.Job, made []string) *outputs {
 		o.Made = append(o.Made, m.dir.path(f))
 	}
 	slices.Sort(o.Made)
+	reads := func(abs string) bool {
+		for _, in := range j.Inputs {
+			if workflow.Matches(m.dir.pattern(in), abs) || !workflow.IsPattern(in) && m.dir.path(in) == abs {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range j.Outputs {
+		if abs := m.dir.path(p); !workflow.IsPattern(p) && reads(abs) {
+			o.Keep = append(o.Keep, abs)
+		}
+	}
+	for _, abs := range o.Made {
+		if reads(abs) {
+			o.Keep = append(o.Keep, abs)
+		}
+	}
 	return o
 }
 
@@ -272,15 +293,17 @@ func (o *outputs) protected(abs string) bool {
 	return false
 }
 
-// finishOutputs is the end of job a's run in its worker: when the command
-// exited 0 (runErr is nil), it checks that the outputs are there (see
-// check) and returns the files the job made under its output patterns;
+// finishOutputs is the end of job a's run in its worker, whose last
+// outputs setAside moved to aside: when the command exited 0 (runErr is
+// nil), it checks that the outputs are there (see check), drops the last
+// ones and returns the files the job made under its output patterns;
 // when the run failed, or an output is missing, it removes what the
 // command wrote of them (see remove), so that nothing half-written passes
-// for done, and returns the job's error, with a last line that names what
-// it removed (which poolrun run prints, and its report holds). What
-// cannot be removed is said on standard error.
-func finishOutputs(a execArg, before map[string]stamp, runErr error) ([]string, error) {
+// for done, puts the last ones back, and returns the job's error, with a
+// last line that names what it removed (which poolrun run prints, and
+// its report holds). What cannot be removed, dropped or put back is said
+// on standard error.
+func finishOutputs(a execArg, before map[string]stamp, aside []moved, runErr error) ([]string, error) {
 	o := a.Outputs
 	if o == nil {
 		return nil, runErr
@@ -288,6 +311,9 @@ func finishOutputs(a execArg, before map[string]stamp, runErr error) ([]string, 
 	if runErr == nil {
 		made, err := o.check(before)
 		if err == nil {
+			if err := o.drop(aside); err != nil {
+				fmt.Fprintf(os.Stderr, "poolrun: job %q (%s:%d): the last run's outputs could not all be removed: %v\n", a.ID, a.File, a.Line, err)
+			}
 			return made, nil
 		}
 		runErr = fmt.Errorf("job %q (%s:%d): %w", a.ID, a.File, a.Line, err)
@@ -295,6 +321,9 @@ func finishOutputs(a execArg, before map[string]stamp, runErr error) ([]string, 
 	removed, err := o.remove(before)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "poolrun: job %q (%s:%d) failed, and what it wrote could not all be removed: %v\n", a.ID, a.File, a.Line, err)
+	}
+	if err := o.putBack(aside); err != nil {
+		fmt.Fprintf(os.Stderr, "poolrun: job %q (%s:%d) failed, and the last run's outputs could not all be put back: %v\n", a.ID, a.File, a.Line, err)
 	}
 	if len(removed) == 0 {
 		return nil, runErr

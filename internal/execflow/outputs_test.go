@@ -33,13 +33,13 @@ jobs:
     run: "true"
     outputs: [out/lazy.txt]
   - id: stale
-    run: test -f out/stale.txt
+    run: test ! -e out/stale.txt && echo new > out/stale.txt
     outputs: [out/stale.txt]
   - id: nomatch
     run: touch out/other.txt
     outputs: ["out/none-*.txt"]
   - id: folder
-    run: touch out/existing/inside.txt
+    run: mkdir out/existing && touch out/existing/inside.txt
     outputs: [out/existing]
   - id: good
     run: echo ok > out/good.txt; echo ok > out/good-1.part
@@ -84,7 +84,7 @@ jobs:
 				"nomatch":   `job "nomatch" (` + file + `:12): output ` + filepath.Join(out, "none-*.txt") + `: the command exited 0 without making this output (nothing matches the pattern)`,
 				"untouched": `job "untouched" (` + file + `:24): exit status 1`,
 				"some":      `job "some" (` + file + `:27): exit status 1` + removed + filepath.Join(out, "some-new.txt"),
-				"predone":   `job "predone" (` + file + `:30): exit status 2`,
+				"predone":   `job "predone" (` + file + `:30): exit status 2` + removed + filepath.Join(out, "predone"),
 			}
 			for _, id := range sortedKeys(jobs) {
 				_, err := jobs[id].Result()
@@ -99,7 +99,7 @@ jobs:
 			if ce, ok := execflow.AsCommandError(func() error { _, err := jobs["fails"].Result(); return err }()); !ok || ce.ExitCode != 3 || ce.StderrTail != "" {
 				t.Errorf("AsCommandError of fails: %+v, %v; want exit status 3 and no stderr (the removal line is not the command's)", ce, ok)
 			}
-			for _, gone := range []string{"fails.txt", "dir", "fails-1.part", "some-new.txt"} {
+			for _, gone := range []string{"dir", "fails-1.part", "some-new.txt", "predone/new", ".fails.txt.poolrun-aside", ".existing.poolrun-aside", ".stale.txt.poolrun-aside"} {
 				if exists(filepath.Join(out, gone)) {
 					t.Errorf("out/%s is still there", gone)
 				}
@@ -108,6 +108,13 @@ jobs:
 				"untouched.txt", "untouched-1.txt", "some-old.txt", ".some-hidden.txt", "predone/old"} {
 				if !exists(filepath.Join(out, kept)) {
 					t.Errorf("out/%s is gone", kept)
+				}
+			}
+			// A failed job's last outputs are back as they were; a
+			// command that succeeds started without them.
+			for name, want := range map[string]string{"fails.txt": "old\n", "untouched.txt": "old\n", "stale.txt": "new\n", "rewritten.txt": "new\n"} {
+				if data, err := os.ReadFile(filepath.Join(out, name)); err != nil || string(data) != want {
+					t.Errorf("out/%s: %q, %v; want %q", name, data, err, want)
 				}
 			}
 		})
@@ -307,8 +314,12 @@ jobs:
 	if _, err := jobs["gen"].Result(); err == nil || !strings.HasSuffix(err.Error(), "wrote: "+filepath.Join(src, "gen.c")) {
 		t.Errorf("forced failure: %v", err)
 	}
-	if !exists(filepath.Join(src, "main.c")) || exists(filepath.Join(src, "gen.c")) {
-		t.Error("after the forced failure: main.c gone or gen.c kept")
+	if !exists(filepath.Join(src, "main.c")) {
+		t.Error("after the forced failure: main.c is gone")
+	}
+	// The last run's gen.c is back.
+	if data, _ := os.ReadFile(filepath.Join(src, "gen.c")); string(data) != "// generated\n" {
+		t.Errorf("after the forced failure, gen.c holds %q, want the last run's", data)
 	}
 }
 
@@ -343,7 +354,7 @@ func TestOutputsThroughLinkStayOutside(t *testing.T) {
 		}
 	}
 	file := filepath.Join(dir, "wf.yaml")
-	wf := parse(t, file, "jobs:\n  - id: a\n    run: ln -s ../victim link && touch link/x; exit 1\n    outputs: [\"link/*\"]\n  - id: b\n    run: ln -s ../victim link2 && touch link2/y\n    outputs: [\"link2/*\"]\n")
+	wf := parse(t, file, "jobs:\n  - id: a\n    run: rmdir link && ln -s ../victim link && touch link/x; exit 1\n    outputs: [\"link/*\"]\n  - id: b\n    run: rmdir link2 && ln -s ../victim link2 && touch link2/y\n    outputs: [\"link2/*\"]\n")
 	jobs, _ := run(t, wf, 0, execflow.Options{Dir: dir, Scratch: scratch})
 	if !exists(filepath.Join(victim, "x")) {
 		t.Error("the failed job's cleanup removed victim/x, outside the workflow's folder")

@@ -3,6 +3,7 @@ package execflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -53,9 +54,16 @@ const (
 	// before poolrun recorded what a job makes, or what matches an
 	// output pattern is some other file.
 	NotMade
+	// InputAdded: an input pattern matches a file (Path; "" when the
+	// state file does not list them all) that it did not match when
+	// the job last succeeded.
+	InputAdded
+	// InputGone: a file (Path) that an input pattern matched when the job
+	// last succeeded is gone.
+	InputGone
 )
 
-var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after", "incomplete", "failed last time", "not made by it"}
+var reasonNames = [...]string{"up to date", "forced", "no outputs", "missing output", "changed command", "after a job that runs", "missing input", "newer input", "newer output of a job it runs after", "incomplete", "failed last time", "not made by it", "input added", "input gone"}
 
 // String returns a short name of the reason, as "missing output".
 func (r Reason) String() string {
@@ -72,8 +80,8 @@ type Decision struct {
 	Run    bool
 	Reason Reason
 	// Path is the input or output the reason is about, and Than the
-	// output an input is newer than (NewerInput, NewerAfterOutput), as
-	// messages name them: relative to the current folder as the workflow
+	// output an input is newer than (NewerInput, NewerAfterOutput) or the
+	// input pattern (InputAdded, InputGone), as messages name them: relative to the current folder as the workflow
 	// file's name is, or absolute. "" where the reason has none.
 	Path, Than string
 	// After is the id of the job it runs after that the reason is about
@@ -113,6 +121,13 @@ func (d Decision) Why() string {
 		return "it failed in the last run"
 	case NotMade:
 		return "output " + d.Path + " exists, but no run of this job is recorded as making it"
+	case InputAdded:
+		if d.Path == "" {
+			return "its input patterns match other files than when it last ran"
+		}
+		return "input " + d.Than + " matches " + d.Path + ", which it did not when the job last ran"
+	case InputGone:
+		return d.Path + ", which input " + d.Than + " matched when the job last ran, is gone"
 	}
 	return d.Reason.String()
 }
@@ -208,6 +223,9 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		}
 	}
 	files := newFileTimes(dir)
+	if err := missingSources(wf, files); err != nil {
+		return nil, err
+	}
 	for i, j := range wf.Jobs {
 		if j == nil {
 			return nil, errors.New("execflow: workflow has a nil job")
@@ -231,6 +249,62 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// maxMissing bounds the missing sources that NewPlan's error names.
+const maxMissing = 20
+
+// missingSources returns an error that names each job's sources
+// (workflow.Job.Sources) that do not exist, unless the job runs after a
+// job without outputs (which may make anything), the first maxMissing
+// of them on a line each, or nil when there are none.
+func missingSources(wf *workflow.Workflow, files *fileTimes) error {
+	var noOutputs map[string]bool
+	var lines []string
+	more := 0
+	for _, j := range wf.Jobs {
+		if j == nil || len(j.Sources) == 0 {
+			continue
+		}
+		if noOutputs == nil {
+			noOutputs = make(map[string]bool)
+			for _, k := range wf.Jobs {
+				if k != nil && len(k.Outputs) == 0 {
+					noOutputs[k.ID] = true
+				}
+			}
+		}
+		if slices.ContainsFunc(j.After, func(a string) bool { return noOutputs[a] }) {
+			continue
+		}
+		for _, in := range j.Sources {
+			if len(files.of(in)) > 0 {
+				continue
+			}
+			if len(lines) == maxMissing {
+				more++
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s:%d: job %q: input %s: %v", wf.File, j.Line, j.ID, files.dir.showAs(in), errNoSource))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more", more))
+	}
+	errs := make([]error, len(lines))
+	for i, l := range lines {
+		errs[i] = &sourceError{l}
+	}
+	return errors.Join(errs...)
+}
+
+// sourceError is one line of missingSources' error.
+type sourceError struct{ msg string }
+
+func (e *sourceError) Error() string { return e.msg }
+func (e *sourceError) Unwrap() error { return errNoSource }
 
 // decide decides d for a job with outputs that is not forced, and
 // returns the files of its outputs that it found (all of them, when it
@@ -298,6 +372,24 @@ func (p *Plan) decide(d *Decision, files *fileTimes) []fileTime {
 				d.Reason, d.Path, d.Than = NewerInput, f.shown, oldest.shown
 				return nil
 			}
+		}
+	}
+	if globs := inputPatterns(j); len(globs) > 0 {
+		if f, added, differ := rec.Inputs.changed(matchInputs(p.dir, globs)); differ {
+			d.Reason = InputAdded
+			if !added && f != "" {
+				d.Reason = InputGone
+			}
+			if f != "" {
+				abs := p.dir.path(f)
+				for _, g := range globs {
+					if workflow.Matches(p.dir.pattern(g), abs) {
+						d.Path, d.Than = p.dir.showMatch(g, abs), p.dir.showAs(g)
+						break
+					}
+				}
+			}
+			return nil
 		}
 	}
 	for _, a := range j.After {

@@ -70,6 +70,16 @@ func hashOf(run string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// filesHash is the hash of the sorted file names that an input pattern
+// matched, as the state file holds it.
+func filesHash(names ...string) string {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // madeState returns the state file that records every job of wf with
 // outputs as made by its command, as a run that made them leaves it
 // (without files under output patterns).
@@ -147,10 +157,11 @@ func TestPlan(t *testing.T) {
 			want:  map[string]string{"a": "run: input in.txt is newer than output out/1.txt"},
 		},
 		{
-			name:  "missing input",
+			name:  "missing input that a job makes",
 			files: map[string]int{"out.txt": 1},
-			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [out.txt]}\n",
-			want:  map[string]string{"a": "run: input in.txt is missing"},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [out.txt]}\n  - {id: b, run: x, outputs: [in.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `"}, "b": {"command": "` + hashOf("x") + `"}}}`,
+			want:  map[string]string{"a": "run: reads in.txt, an output of b, which will run", "b": "run: output in.txt is missing"},
 		},
 		{
 			name:  "an input pattern that matches nothing",
@@ -216,6 +227,27 @@ func TestPlan(t *testing.T) {
 			files: map[string]int{"in.txt": 2, "out/a.txt": 3, "out/old.txt": 0},
 			yaml:  "jobs:\n  - {id: a, run: x, inputs: [in.txt], outputs: [\"out/*.txt\"]}\n",
 			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "made": ["out/a.txt"]}}}`,
+			want:  map[string]string{"a": "skip: up to date"},
+		},
+		{
+			name:  "a file added to an input pattern, older than the output",
+			files: map[string]int{"data/a.csv": 0, "data/b.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 1, "hash": "` + filesHash("data/a.csv") + `", "files": ["data/a.csv"]}}}}`,
+			want:  map[string]string{"a": "run: input data/*.csv matches data/b.csv, which it did not when the job last ran"},
+		},
+		{
+			name:  "a file gone from an input pattern",
+			files: map[string]int{"data/a.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 2, "hash": "` + filesHash("data/a.csv", "data/b.csv") + `", "files": ["data/a.csv", "data/b.csv"]}}}}`,
+			want:  map[string]string{"a": "run: data/b.csv, which input data/*.csv matched when the job last ran, is gone"},
+		},
+		{
+			name:  "the same files as when it last ran",
+			files: map[string]int{"data/a.csv": 0, "out.txt": 2},
+			yaml:  "jobs:\n  - {id: a, run: x, inputs: [\"data/*.csv\"], outputs: [out.txt]}\n",
+			state: `{"version": 3, "jobs": {"a": {"command": "` + hashOf("x") + `", "inputs": {"n": 1, "hash": "` + filesHash("data/a.csv") + `"}}}}`,
 			want:  map[string]string{"a": "skip: up to date"},
 		},
 		{
@@ -303,6 +335,27 @@ func TestPlan(t *testing.T) {
 				t.Errorf("decisions %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// An input that no job makes must exist: NewPlan names each that does
+// not, unless its job runs after one without outputs.
+func TestPlanMissingSource(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	planFiles(t, dir, map[string]int{"here.txt": 0})
+	wf := parse(t, "wf.yaml", `
+jobs:
+  - {id: a, run: x, inputs: [here.txt, gone.txt], outputs: [a.txt]}
+  - {id: b, run: x, inputs: [a.txt, "*.csv", gone2.txt]}
+  - {id: setup, run: x}
+  - {id: c, run: x, inputs: [made-by-setup.txt], after: [setup]}
+`)
+	_, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	want := "wf.yaml:3: job \"a\": input gone.txt: it does not exist, and no job makes it\n" +
+		"wf.yaml:4: job \"b\": input gone2.txt: it does not exist, and no job makes it"
+	if !errors.Is(err, execflow.ErrNoSource) || err.Error() != want {
+		t.Errorf("NewPlan: %v\nwant ErrNoSource:\n%s", err, want)
 	}
 }
 

@@ -79,7 +79,8 @@ func (p *Plan) Recorder() engine.Option {
 			return
 		}
 		j := p.Decisions[i].Job
-		rec := jobState{Command: commandHash(j.Run), Made: p.state.Jobs[j.ID].Made}
+		old := p.state.Jobs[j.ID]
+		rec := jobState{Command: commandHash(j.Run), Made: old.Made, Inputs: old.Inputs}
 		switch {
 		case e.New == engine.Succeeded:
 			// What it made, once Queue has returned the jobs; before
@@ -92,7 +93,7 @@ func (p *Plan) Recorder() engine.Option {
 			if jobs := p.jobs.Load(); jobs != nil {
 				if job := (*jobs)[j.ID]; job != nil {
 					res, _ := job.Result()
-					rec.Made, rec.Status = res.Outputs, ""
+					rec.Made, rec.Status, rec.Inputs = res.Outputs, "", inputsOf(res)
 				}
 			}
 		case e.New == engine.Failed || e.New == engine.Aborted:
@@ -186,11 +187,11 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 			st = job.Status()
 			ran = len(job.Attempts()) > 0
 		}
-		done := jobState{Command: commandHash(j.Run), Made: old.Made}
+		done := jobState{Command: commandHash(j.Run), Made: old.Made, Inputs: old.Inputs}
 		switch {
 		case st == engine.Succeeded:
 			res, _ := jobs[j.ID].Result()
-			done.Made = res.Outputs
+			done.Made, done.Inputs = res.Outputs, inputsOf(res)
 			next.Jobs[j.ID] = done
 		case st == engine.Skipped:
 			next.Jobs[j.ID] = done
@@ -219,6 +220,16 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 	}
 	p.state = next
 	return nil
+}
+
+// inputsOf returns what the input patterns of the job that succeeded
+// with res matched, for the state file: nil for a job without any.
+func inputsOf(res Result) *MatchedInputs {
+	if res.Inputs.Hash == "" {
+		return nil
+	}
+	m := res.Inputs
+	return &m
 }
 
 // endStatus is the status of a job that ran and ended with err, not done:

@@ -38,7 +38,8 @@ func stateFile(path string) string { return workflow.StateFile(path) }
 //
 // HASH is [commandHash] of the job's command. A record without status says
 // that the job's outputs are done: that command made them, as the job last
-// succeeded (or was found up to date). made lists the files the job made
+// succeeded (or was found up to date). inputs is what its input patterns
+// matched then ([MatchedInputs]): a change reruns it. made lists the files the job made
 // that its output patterns match (Result.Outputs), relative to the
 // working folder: a job's output paths are its own by their declaration,
 // a file its patterns match is its own only when listed there. "started" says that a run began the
@@ -54,6 +55,9 @@ type jobState struct {
 	Command string   `json:"command"`
 	Status  string   `json:"status,omitempty"` // "", statusStarted or statusFailed
 	Made    []string `json:"made,omitempty"`
+	// Inputs is what the job's input patterns matched when it last
+	// succeeded; nil if it has none, or the file does not say.
+	Inputs *MatchedInputs `json:"inputs,omitempty"`
 }
 
 // The statuses of a job that is not done.
@@ -107,7 +111,8 @@ func readState(path string) (*state, error) {
 // equal reports whether s and t hold the same records.
 func (s *state) equal(t *state) bool {
 	return maps.EqualFunc(s.Jobs, t.Jobs, func(a, b jobState) bool {
-		return a.Command == b.Command && a.Status == b.Status && slices.Equal(a.Made, b.Made)
+		return a.Command == b.Command && a.Status == b.Status && slices.Equal(a.Made, b.Made) &&
+			(a.Inputs == nil) == (b.Inputs == nil) && (a.Inputs == nil || a.Inputs.Hash == b.Inputs.Hash)
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 // types and not here fails it. A job's Result crosses back the same way.
 
 // argVersion is the first byte of an encoded execArg.
-const argVersion = 2
+const argVersion = 3
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (a execArg) MarshalBinary() ([]byte, error) {
@@ -51,8 +51,10 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 		e.str(o.Root)
 		e.strs(o.List)
 		e.strs(o.Made)
+		e.strs(o.Keep)
 		e.strs(o.Protect)
 	}
+	e.strs(a.Globs)
 	return e.b, nil
 }
 
@@ -93,9 +95,11 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 		o.Root = d.str()
 		o.List = d.strs()
 		o.Made = d.strs()
+		o.Keep = d.strs()
 		o.Protect = d.strs()
 		a.Outputs = o
 	}
+	a.Globs = d.strs()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}
@@ -207,7 +211,7 @@ func (d *decoder) bool() bool {
 }
 
 // resultVersion is the first byte of an encoded Result.
-const resultVersion = 3
+const resultVersion = 4
 
 // MarshalBinary implements encoding.BinaryMarshaler, so that a job's
 // result crosses from its worker without gob (see execArg's).
@@ -219,6 +223,9 @@ func (r Result) MarshalBinary() ([]byte, error) {
 	e.int(int(r.Duration))
 	e.int(int(r.PeakRSS))
 	e.strs(r.Outputs)
+	e.int(r.Inputs.Count)
+	e.str(r.Inputs.Hash)
+	e.strs(r.Inputs.Files)
 	return e.b, nil
 }
 
@@ -229,6 +236,7 @@ func (r *Result) UnmarshalBinary(data []byte) error {
 	}
 	d := decoder{b: data[1:]}
 	*r = Result{ExitCode: d.int(), Stderr: d.str(), Duration: time.Duration(d.int()), PeakRSS: int64(d.int()), Outputs: d.strs()}
+	r.Inputs = MatchedInputs{Count: d.int(), Hash: d.str(), Files: d.strs()}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}

@@ -78,9 +78,6 @@ func (p *parser) overlaps(jobs []*job, deps [][]int) {
 			}
 		}
 	}
-	if len(pats) == 0 {
-		return
-	}
 	budget := matchBudget
 	spend := func(c claim) bool {
 		if budget--; budget >= 0 {
@@ -90,6 +87,10 @@ func (p *parser) overlaps(jobs []*job, deps [][]int) {
 		return false
 	}
 	slices.SortFunc(pats, func(a, b claim) int { return strings.Compare(a.fixed, b.fixed) })
+	if len(pats) == 0 {
+		p.sources(jobs, deps, nil, byPath, spend)
+		return
+	}
 	for a, c := range pats {
 		// Output paths that begin with its fixed part: it may match
 		// them, or a folder above them.
@@ -131,15 +132,14 @@ func (p *parser) overlaps(jobs []*job, deps [][]int) {
 	p.sources(jobs, deps, pats, byPath, spend)
 }
 
-// sources reports the output patterns that match a source: an input path
-// that is no job's output nor lies inside one, read by a job that does
-// not run after the pattern's. A pattern can match a path only if the
-// folder its fixed part names is the path's folder or one above it: the
-// patterns are found by those folders.
+// sources finds each job's sources (Job.Sources): its input paths that
+// no job makes (none has them as an output path, or has an output
+// folder above them, or has an output pattern that matches them and runs
+// before the reader). It reports the output patterns that match a
+// source: a job's outputs may not include one. A pattern can match a
+// path only if the folder its fixed part names is the path's folder or
+// one above it: the patterns are found by those folders.
 func (p *parser) sources(jobs []*job, deps [][]int, pats []claim, byPath map[string]int, spend func(claim) bool) {
-	if len(pats) == 0 {
-		return
-	}
 	sep := string(filepath.Separator)
 	byDir := make(map[string][]int) // the folder of a pattern's fixed part -> indexes in pats
 	for n, c := range pats {
@@ -159,29 +159,41 @@ func (p *parser) sources(jobs []*job, deps [][]int, pats []claim, byPath map[str
 					continue inputs
 				}
 			}
+			var clash []int // the patterns that match it
 			for d := filepath.Dir(k); ; d = filepath.Dir(d) {
 				for _, n := range byDir[d] {
 					c := pats[n]
-					if reported[n] || !strings.HasPrefix(k, c.fixed) || strings.Count(c.key, sep) > strings.Count(k, sep) {
+					if !strings.HasPrefix(k, c.fixed) || strings.Count(c.key, sep) > strings.Count(k, sep) {
 						continue // a deeper pattern matches what is in a source folder, not its files
 					}
 					if !spend(c) {
 						return
 					}
-					if !patternsMeet(c.key, k) || i != c.job && slices.Contains(deps[i], c.job) {
+					if !patternsMeet(c.key, k) {
 						continue
 					}
-					reported[n] = true
-					what := fmt.Sprintf("input %q of job %q (%s:%d)", in, j.ID, p.file, j.Line)
-					hint := fmt.Sprintf("; if %q reads what %q makes, write after: [%q]", j.ID, jobs[c.job].ID, jobs[c.job].ID)
-					if i == c.job {
-						what, hint = fmt.Sprintf("its own input %q", in), "; name the files it makes instead"
+					if i != c.job && slices.Contains(deps[i], c.job) {
+						continue inputs // the reader reads what that job makes
 					}
-					p.fail(c.text.line, "job %q: outputs %q can match %s, a file that no job makes: a job's outputs may not include a source%s", jobs[c.job].ID, c.text.s, what, hint)
+					clash = append(clash, n)
 				}
 				if d == sep || d == "." {
 					break
 				}
+			}
+			j.Sources = append(j.Sources, in)
+			for _, n := range clash {
+				if reported[n] {
+					continue
+				}
+				reported[n] = true
+				c := pats[n]
+				what := fmt.Sprintf("input %q of job %q (%s:%d)", in, j.ID, p.file, j.Line)
+				hint := fmt.Sprintf("; if %q reads what %q makes, write after: [%q]", j.ID, jobs[c.job].ID, jobs[c.job].ID)
+				if i == c.job {
+					what, hint = fmt.Sprintf("its own input %q", in), "; name the files it makes instead"
+				}
+				p.fail(c.text.line, "job %q: outputs %q can match %s, a file that no job makes: a job's outputs may not include a source%s", jobs[c.job].ID, c.text.s, what, hint)
 			}
 		}
 	}

@@ -98,6 +98,12 @@ type Job struct {
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
 	Vars map[string]string
+	// Sources holds the inputs, as in Inputs, that are paths no job of
+	// the workflow makes: no job has them as an output path or lies
+	// above them as a folder output, and no output pattern of a job this
+	// one runs after matches them. Running the workflow needs them to
+	// exist. Nil if none.
+	Sources []string
 	// Inferred maps the id of each job in After that this one runs after
 	// only because one of its inputs is that job's output (and not from
 	// the after field) to that input, as in Inputs. Nil if none.
