@@ -170,7 +170,7 @@ func (s *scheduler) canTakeHow(pl *place) (ok, aheadOnly bool) {
 	if len(pl.inflight) == 0 {
 		return true, false
 	}
-	if len(pl.inflight) >= maxInFlight || s.p.cfg.limited() {
+	if len(pl.inflight) >= maxInFlight || s.p.cfg.limited() || s.p.cfg.failFast {
 		return false, false
 	}
 	if fast, queued := s.load(pl); fast && queued < inFlightBudget {

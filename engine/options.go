@@ -111,7 +111,10 @@ func InProcess(n int) Option {
 // FailFast makes the first failure (a job that fails or is aborted, or a
 // scheduler's error) end the pool: no job starts after it, every job that
 // has not started is cancelled (its error wraps [ErrFailFast]), running jobs
-// finish, and Run returns.
+// finish, and Run returns. A job that fails with a retry left (see
+// [RetryFailures]) is not a failure yet. So that no job starts once a
+// failure is known, a worker is sent a job only when it runs none (no job
+// is sent ahead of the one it runs): short jobs pay a round trip each.
 func FailFast() Option { return func(c *config) { c.failFast = true } }
 
 // WindowCapacity sets the number of slots of the pool's window (default

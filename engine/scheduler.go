@@ -41,7 +41,11 @@ const crashLoopLimit = 5
 // behind others' takes one of them back: the parent revokes the last such
 // job waiting at the busiest worker, which hands it back unless it has
 // started it (rebalance), so that such a job does not wait behind a
-// job that turned out long.
+// job that turned out long. Nothing is sent ahead in a pool with a
+// Capacity (the jobs counted are those that run) or with FailFast: a
+// worker takes the job waiting for it the moment the one before ends,
+// before the parent has heard of that end, so that one sent ahead of a
+// job that fails would start after the failure.
 const (
 	fastJob        = 200 * time.Microsecond
 	inFlightBudget = time.Millisecond

@@ -111,7 +111,7 @@ func TestRunTargetKeepsState(t *testing.T) {
 	if r := poolrun(t, dir, "run", "wf.yaml", "prep"); r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	r := poolrun(t, dir, "run", "-n", "wf.yaml")
+	r := poolrun(t, dir, "run", "-n", "-v", "wf.yaml")
 	if !strings.Contains(r.stdout, "skip  prep ") || !strings.Contains(r.stdout, "run   part-1     its command changed") {
 		t.Errorf("after a run of the target prep:\n%s", r.stdout)
 	}
@@ -243,7 +243,7 @@ jobs:
 	if _, err := os.Stat(filepath.Join(flows, ".there.yaml.poolrun-state")); err != nil {
 		t.Errorf("the state file is not beside the workflow: %v", err)
 	}
-	r := poolrun(t, root, "run", "-n", "flows/there.yaml")
+	r := poolrun(t, root, "run", "-n", "-v", "flows/there.yaml")
 	if !strings.Contains(r.stdout, "skip  a  up to date") {
 		t.Errorf("a second run does not find the outputs in the workdir:\n%s", r.stdout)
 	}

@@ -279,7 +279,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return files
 }
 
-// -n prints what would run and why, and what would be skipped, and runs
+// -n -v prints what would run and why, and what would be skipped, and runs
 // nothing and changes nothing: no file, no state file, no scratch folder.
 func TestDryRun(t *testing.T) {
 	dir := incrementalDir(t)
@@ -300,16 +300,16 @@ func TestDryRun(t *testing.T) {
 	check := func(want string) {
 		t.Helper()
 		before := snapshot(t, dir)
-		cmd := exec.Command(poolrunBin, "run", "-n", "wf.yaml")
+		cmd := exec.Command(poolrunBin, "run", "-n", "-v", "wf.yaml")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("poolrun run -n: %v\n%s", err, errb.String())
+			t.Fatalf("poolrun run -n -v: %v\n%s", err, errb.String())
 		}
 		if out.String() != want {
-			t.Errorf("poolrun run -n printed:\n%s\nwant:\n%s", out.String(), want)
+			t.Errorf("poolrun run -n -v printed:\n%s\nwant:\n%s", out.String(), want)
 		}
 		after := snapshot(t, dir)
 		for path, was := range before {
@@ -476,7 +476,7 @@ func TestRunReportsEveryMistake(t *testing.T) {
 		t.Errorf("exit %d, want 2", r.code)
 	}
 	want := []string{
-		`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem)`,
+		`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem and desc)`,
 		`wf.yaml:7: job "b": after "nope": no such job`,
 		`wf.yaml:10: job "c": timeout "soon" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`,
 		`wf.yaml:11: job "c": outputs ".": the workflow's folder itself cannot be an output`,
@@ -526,7 +526,7 @@ func TestIncrementalInterrupt(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, "slow.txt")); err == nil {
 		t.Error("slow.txt, the output of the interrupted job, is still there")
 	}
-	r := mustRun(t, dir, "run", "-n", "wf.yaml")
+	r := mustRun(t, dir, "run", "-n", "-v", "wf.yaml")
 	if !strings.Contains(r.stdout, "skip  fast  up to date\nrun   slow  incomplete (the last run was cut off)\n") {
 		t.Errorf("after the interrupted run, -n says:\n%s", r.stdout)
 	}

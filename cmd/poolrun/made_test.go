@@ -77,7 +77,7 @@ func TestNeverRunJobIsNotDone(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "app")); string(data) != "int gen;\nint main;\n" {
 		t.Errorf("app: %q", data)
 	}
-	r = poolrun(t, dir, "run", "-n", "wf.yaml")
+	r = poolrun(t, dir, "run", "-n", "-v", "wf.yaml")
 	if want := "skip  gen    up to date\nskip  build  up to date\n"; !strings.Contains(r.stdout, want) {
 		t.Errorf("-n after the run:\n%s\nwant %q", r.stdout, want)
 	}

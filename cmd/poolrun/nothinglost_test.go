@@ -232,7 +232,7 @@ func TestKilledRunLeavesJobIncomplete(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "partial\ncomplete\n" {
 		t.Errorf("out.txt after the next run: %q, want it complete", b)
 	}
-	if r := mustRun(t, dir, "run", "-n", "wf.yaml"); !strings.Contains(r.stdout, "skip  slow  up to date") {
+	if r := mustRun(t, dir, "run", "-n", "-v", "wf.yaml"); !strings.Contains(r.stdout, "skip  slow  up to date") {
 		t.Errorf("-n once it is done:\n%s", r.stdout)
 	}
 }

@@ -102,7 +102,7 @@ jobs:
     after: [broken]
 `
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644)
-	if r := poolrun(t, dir, "run", "-j", "2", "--quiet", "--report", "r.json", "wf.yaml"); r.code != 1 {
+	if r := poolrun(t, dir, "run", "-k", "-j", "2", "--quiet", "--report", "r.json", "wf.yaml"); r.code != 1 {
 		t.Fatalf("run: exit %d, want 1 (a job fails)\n%s", r.code, r.stderr)
 	}
 	var rep struct {

@@ -116,7 +116,7 @@ func TestRunRetriesExhausted(t *testing.T) {
     run: 'cd once && `+counted(100)+`'
     retries: 0
 `)
-	r := poolrun(t, dir, "run", "-j", "2", "--quiet", "--retries", "1", "--report", "r.json", "wf.yaml")
+	r := poolrun(t, dir, "run", "-k", "-j", "2", "--quiet", "--retries", "1", "--report", "r.json", "wf.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}

@@ -64,12 +64,13 @@ it the moment none does.
 Commands:
   poolrun [flags]               the embedded scaffold workload (as "poolrun scaffold")
   poolrun scaffold [flags]      build a scaffold of cells and connections
-  poolrun run [flags] FILE      run a YAML workflow of shell commands
+  poolrun run [flags] [FILE]    run a YAML workflow of shell commands (default poolrun.yaml)
   poolrun inspect PID           print the window of a running pool
   poolrun bench [flags]         the scaffold workload in each way of holding items, side by side
   poolrun report FILE.json      an HTML page of a run's --report: timelines, cache, totals
   poolrun worker --join-file F  join a pool started with --listen, from this host or another
   poolrun version               the version of this poolrun (also: poolrun --version)
+  poolrun completion SHELL      completion of poolrun's words for bash, zsh or fish
   poolrun help [COMMAND]        help on a command
 
 Flags may come before or after a command's arguments; -j2, -j 2, --jobs 2
@@ -108,6 +109,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runReport(ctx, rest, stdout, stderr)
 	case cmd == "worker":
 		return runWorker(ctx, rest, stdout, stderr)
+	case cmd == "completion":
+		return runCompletion(ctx, rest, stdout)
 	case cmd == "help" || isHelp(cmd):
 		if len(rest) > 0 && rest[0] == "version" {
 			fmt.Fprint(stdout, versionUsage)

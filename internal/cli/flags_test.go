@@ -95,7 +95,7 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"run", "wf.yaml", "--report"}, "poolrun run: --report needs a value; see 'poolrun help run'"},
 		{[]string{"run", "-j", "two", "wf.yaml"}, "poolrun run: -j two: want a whole number; see 'poolrun help run'"},
 		{[]string{"run", "--tag=maybe", "wf.yaml"}, "poolrun run: --tag maybe: want true or false; see 'poolrun help run'"},
-		{[]string{"run"}, "poolrun run: want a workflow file, and targets if any; see 'poolrun help run'"},
+		{[]string{"run"}, "poolrun run: no workflow file given, and no poolrun.yaml here; see 'poolrun help run'"},
 		{[]string{"run", "--set", "x", "wf.yaml"}, "poolrun run: --set x: want NAME=VALUE, with an =; see 'poolrun help run'"},
 		{[]string{"run", "-C", "/no/such/folder", "wf.yaml"}, "poolrun run: -C /no/such/folder: no such file or directory"},
 		{[]string{"scaffold", "--scale", "big"}, "poolrun scaffold: --scale big: want a number; see 'poolrun help scaffold'"},
@@ -123,7 +123,7 @@ func TestFlagMistakes(t *testing.T) {
 // TestHelpLayout: every command's help starts with its synopsis line and a
 // paragraph, then lists the flags, on standard output.
 func TestHelpLayout(t *testing.T) {
-	for _, cmd := range []string{"run", "scaffold", "bench", "report", "worker", "inspect"} {
+	for _, cmd := range []string{"run", "scaffold", "bench", "report", "worker", "inspect", "completion"} {
 		var stdout strings.Builder
 		if err := Main(context.Background(), []string{"help", cmd}, &stdout, io.Discard); err != nil {
 			t.Fatalf("poolrun help %s: %v", cmd, err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
@@ -19,14 +20,15 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const runUsage = `Usage: poolrun run [flags] FILE [TARGET...]
+const runUsage = `Usage: poolrun run [flags] [FILE] [TARGET...]
 
-Runs the jobs of a YAML workflow FILE on a pool of -j workers, goroutines
-of poolrun that start the commands and wait for them. A job runs a shell
-command (sh -c; plain words without shell syntax, such as
-"cc -c a.c", are executed directly, as make does) once the jobs it comes
-after have succeeded. With TARGETs (job ids, or globs over them as after:
-takes them), it runs those jobs and every job they need, and nothing else.
+Runs the jobs of a YAML workflow FILE (poolrun.yaml if none is given) on a
+pool of -j workers, goroutines of poolrun that start the commands and wait
+for them. A job runs a shell command (sh -c; plain words without shell
+syntax, such as "cc -c a.c", are executed directly, as make does) once the
+jobs it comes after have succeeded. With TARGETs (job ids, or globs over
+them as after: takes them), it runs those jobs and every job they need,
+and nothing else.
 `
 
 const runDetails = `An item is an artefact (a file or folder) that its own command builds, once
@@ -52,10 +54,15 @@ unfinished job needs the item any more.
       after: ["align-*"]          # globs over job ids
 
 Targets, as make's: poolrun run wf.yaml merge runs merge and every job it
-runs after, directly or not (after: and inferred, below); -n and --dag
-take targets too. A target that matches no job is an error that names the
-closest ids (exit status 2). The state file keeps what it knew of the
-jobs a run of targets leaves out.
+runs after, directly or not (after: and inferred, below); -n, --dag and
+--list take targets too. Without FILE, poolrun run reads poolrun.yaml in
+the current folder (after -C), as make reads its Makefile: poolrun run
+merge does, when there is no file merge (the first argument is FILE when
+it exists or ends in .yaml or .yml); with no poolrun.yaml either, it says
+"no workflow file given, and no poolrun.yaml here" (exit status 2). A
+target that matches no job is an error that names the closest ids (exit
+status 2). The state file keeps what it knew of the jobs a run of targets
+leaves out.
 
 Variables: vars: at the top of the file gives values to ${name} wherever
 foreach variables go (id, run, after, needs, inputs, outputs, item
@@ -101,8 +108,7 @@ poolrun) and the last lines of its standard error in the messages and the
 report; a job whose worker died (a worker joined with
 --listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
-command gets SIGTERM, then SIGKILL. The other jobs go on unless
---fail-fast. Commands inherit poolrun's environment (less its POOLRUN_*
+command gets SIGTERM, then SIGKILL. Commands inherit poolrun's environment (less its POOLRUN_*
 variables), plus $POOLRUN_JOB (the job id), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. What a
@@ -113,6 +119,15 @@ process it started kills what its commands left running and removes its
 scratch folders, its lock file and its join file; a janitor that is
 killed is replaced at once, and poolrun says so.
 
+After a job fails, no other job starts, as in make: the jobs running
+finish (their outputs kept, or removed if they fail, as ever), the jobs
+not started end cancelled, and the run ends with exit status 1 (the next
+run starts them; --fail-fast, the same, is the default). -k
+(--keep-going) goes on starting every job that does not need the failed
+one, directly or not. A job with a retry left has not failed yet: the
+run goes on while it is run again. An Aborted job (its worker died) is a
+failure as a failed one is.
+
 A job with retries: N (or every job, with --retries N) is run again, up to
 N more times, when its command fails, passes its timeout (which bounds
 each run) or its worker dies, after retry_delay: if it has one; each new
@@ -120,8 +135,7 @@ run is announced on standard error, the report lists every run with its
 exit status and the end of its standard error, and the messages at the
 end say "failed after 3 attempts". Its outputs are removed before each
 new run. A run is never retried once poolrun is interrupted (Ctrl-C) or
---fail-fast has stopped it; --fail-fast stops at the first job that fails
-with no retry left.
+another job has failed (without -k).
 
 threads: N makes a job count N against -j: poolrun starts a job only when
 the threads of the jobs running with it stay within -j, and their mem:
@@ -139,7 +153,11 @@ terminal they show above the progress bar. --tag prefixes each line with
 terminal; --tag=false turns it off). --log-dir DIR writes each job's
 standard output and error to DIR/JOB-ID.out and DIR/JOB-ID.err instead
 (emptied when the job starts; a job id with a / in it has %2F there), and
-the run ends with a line that says where they are.
+the run ends with a line that says where they are. -v (--verbose) prints
+each command as it starts, each of its lines after [JOB-ID], on standard
+output, before what it prints (with --log-dir too): make echoes its
+commands there, so that poolrun run -v wf.yaml > log holds each command
+and then its output.
 
 Like make, a run skips the jobs whose work is done. A job may declare
 inputs: and outputs:, paths or globs relative to the working folder
@@ -223,11 +241,17 @@ commands too, in the same working folder, where their outputs land: it
 and the workflow file's folder must be on storage that every host sees, at
 the same path, and a worker that cannot write in them is refused when it
 joins. Items stay in each worker's scratch folder, on its own host.
--n (--dry-run) prints, in order, each job with "run" or "skip" and why, and
-runs nothing and writes nothing. --dag prints the job graph in Graphviz dot
+-n (--dry-run) prints, in order, each job that would run with "run" and
+why, then how many are up to date ("2 to run, 12 up to date"); with -v,
+each job with "run" or "skip" and why ("2 to run, 12 to skip"); it runs
+nothing and writes nothing. --dag prints the job graph in Graphviz dot
 on standard output, jobs filled orange (run) or grey (skip), dependencies
 inferred from files dashed, and runs nothing:
   poolrun run --dag wf.yaml | dot -Tsvg > wf.svg
+--list prints the entries of the workflow, one a line in file order: the
+id as written (align-${i}), FILE:LINE, how many jobs it gives, and its
+desc: if it has one; --list-ids the ids of the jobs, one a line (which
+shell completion uses: see poolrun help completion). Both run nothing.
 
 FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
 pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
@@ -246,6 +270,8 @@ in .yaml or .yml); write --force=JOB-GLOB to be sure.
 Example:
   poolrun run -j 4 --report report.json examples/pipeline.yaml
   poolrun run -n wf.yaml            # what would run, and why
+  poolrun run -k -v                 # poolrun.yaml: echo commands, keep going
+  poolrun run --list wf.yaml        # its entries, with their desc:
   poolrun run examples/targets.yaml summary --set size=5000
   poolrun run -C project wf.yaml 'plot-*'
   poolrun run --log-dir logs examples/pipeline.yaml
@@ -297,14 +323,14 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	sf.register(fs)
 	var rf resourceFlags // --mem, and --retries for failed commands
 	rf.register(fs)
+	var lf listFlags
+	lf.register(fs)
+	fs.Lookup("fail-fast").Usage = failFastText
 	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
 		}
 		return err
-	}
-	if fs.NArg() == 0 {
-		return usageError(fs, "want a workflow file, and targets if any")
 	}
 	if err := wff.enter(); err != nil {
 		return err
@@ -313,12 +339,22 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := f.check(); err != nil {
 		return err
 	}
-	if err := inc.check(); err != nil {
+	if err := inc.check(lf); err != nil {
 		return err
 	}
-	wf, others, err := wff.load(fs.Arg(0), fs.Args()[1:])
+	if err := inc.setFailFast(&f); err != nil {
+		return err
+	}
+	file, targets, err := workflowArgs(fs.Args())
 	if err != nil {
 		return err
+	}
+	wf, others, err := wff.load(file, targets)
+	if err != nil {
+		return err
+	}
+	if lf.entries || lf.ids {
+		return lf.write(stdout, wf)
 	}
 	if err := f.checkRunFiles(wf.File); err != nil {
 		return err
@@ -337,8 +373,10 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	switch {
-	case inc.dryRun:
+	case inc.dryRun && inc.verbose:
 		return plan.WriteText(stdout)
+	case inc.dryRun:
+		return writeDryRun(stdout, plan)
 	case inc.dag:
 		return plan.WriteDot(stdout)
 	}
@@ -375,6 +413,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
 		return err
 	}
+	opts.Stdio.Echo = inc.verbose
 	if err := checkClaims(wf, map[string]string{"--report": f.report, "--join-file": f.joinFile}); err != nil {
 		return err
 	}
@@ -443,27 +482,45 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			runErr = errors.New("poolrun run: every job succeeded, but the state file could not be written")
 		}
 	}
-	err = s.finish(stdout, "run "+fs.Arg(0), p, summariseRunErr(runErr), wall, nil)
+	err = s.finish(stdout, "run "+file, p, summariseRunErr(runErr), wall, nil)
 	printLogDir(stdout, opts.Stdio)
 	return err
 }
 
 // incrementalFlags are the flags of poolrun run that say which jobs run:
-// --force, -n (--dry-run) and --dag.
+// --force, -k (after a failure), -n (--dry-run) and --dag; and -v, which
+// says more of them.
 type incrementalFlags struct {
-	force  forceFlag
-	dryRun bool
-	dag    bool
-	wait   bool
+	force     forceFlag
+	keepGoing bool
+	verbose   bool
+	dryRun    bool
+	dag       bool
+	wait      bool
 }
 
 func (f *incrementalFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.force, "force", "run the jobs whose ids match `JOB-GLOB` even if their outputs are up to date (repeatable, or comma-separated; --force alone: every job)")
 	fs.Lookup("force").NoOptDefVal = forceAll
-	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print what would run, and why, and what would be skipped; run nothing, write nothing")
+	fs.BoolVarP(&f.keepGoing, "keep-going", "k", false, "after a job fails, go on starting the jobs that do not need it (by default no job starts once one has failed, as in make; the running ones finish)")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print each command on standard output as it starts, after [JOB-ID] (as make echoes them); with -n, list the jobs it would skip too")
+	fs.BoolVarP(&f.dryRun, "dry-run", "n", false, "print the jobs that would run, and why, and how many are up to date (-v lists them too); run nothing, write nothing")
 	fs.BoolVar(&f.dag, "dag", false, "print the job graph in Graphviz dot, jobs coloured by what a run would do (run or skip); run nothing")
 	fs.BoolVar(&f.wait, "wait", false, "if another poolrun runs this workflow, wait for it to end (by default poolrun refuses, naming its pid)")
 }
+
+// setFailFast sets pf's --fail-fast, which poolrun run has on unless
+// -k is given; it refuses the two together.
+func (f *incrementalFlags) setFailFast(pf *poolFlags) error {
+	if f.keepGoing && pf.failFast {
+		return badInputf("poolrun run: -k (--keep-going) and --fail-fast: give one of them")
+	}
+	pf.failFast = !f.keepGoing
+	return nil
+}
+
+// failFastText is --fail-fast's text in poolrun run's help.
+const failFastText = "start no job after a job has failed; the running ones finish (the default of poolrun run: see -k)"
 
 // lockWorkflow takes the lock of wf's file (execflow.LockWorkflow). A
 // folder where the lock cannot be made is no obstacle to a workflow
@@ -549,12 +606,43 @@ func workflowName(a string) bool {
 	return strings.HasSuffix(a, ".yaml") || strings.HasSuffix(a, ".yml")
 }
 
-// check refuses -n with --dag.
-func (f *incrementalFlags) check() error {
-	if f.dryRun && f.dag {
-		return badInputf("poolrun run: -n (--dry-run) and --dag: give one of them")
+// check refuses two of -n, --dag, --list and --list-ids (l).
+func (f *incrementalFlags) check(l listFlags) error {
+	var given []string
+	for _, g := range []struct {
+		on   bool
+		name string
+	}{{f.dryRun, "-n (--dry-run)"}, {f.dag, "--dag"}, {l.entries, "--list"}, {l.ids, "--list-ids"}} {
+		if g.on {
+			given = append(given, g.name)
+		}
+	}
+	if len(given) > 1 {
+		return badInputf("poolrun run: %s: give one of them", strings.Join(given, " and "))
 	}
 	return nil
+}
+
+// writeDryRun writes what -n prints without -v: the jobs that would run,
+// as [execflow.Plan.WriteText] writes them, and how many jobs are up to
+// date, which -v lists too.
+func writeDryRun(w io.Writer, plan *execflow.Plan) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, d := range plan.Decisions {
+		if d.Run {
+			fmt.Fprintf(tw, "run\t%s\t%s\n", d.Job.ID, d.Why())
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	run, skip := plan.Counts()
+	more := ""
+	if skip > 0 {
+		more = " (-v lists them)"
+	}
+	_, err := fmt.Fprintf(w, "%d to run, %d up to date%s\n", run, skip, more)
+	return err
 }
 
 // plan decides which jobs of wf a run runs: every --force pattern must be

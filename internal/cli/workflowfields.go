@@ -31,5 +31,7 @@ const workflowFields = `Workflow fields (any other key is an error):
       retry_delay: DURATION      wait that long before each new run
       threads: N                 it counts N (1 to 4096) against -j
       mem: SIZE                  and SIZE (512M, 2G, 1.5GiB) against --mem
+      desc: TEXT                 what the entry's jobs do, for --list, as
+                                 written (no ${var} in it is substituted)
   after, needs, inputs and outputs also take a single string: after: split
 `

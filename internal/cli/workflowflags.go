@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
@@ -41,6 +42,35 @@ func (f *workflowFlags) enter() error {
 		return badInputf("poolrun run: -C %s: %v", f.chdir, unwrapPathError(err))
 	}
 	return nil
+}
+
+// defaultFile is the workflow file that poolrun run reads when it is
+// given none, as make reads the Makefile of the current folder.
+const defaultFile = "poolrun.yaml"
+
+// workflowArgs splits poolrun run's arguments into the workflow file and
+// the targets. The first argument is the file when its name ends in .yaml
+// or .yml, or when it exists. Otherwise, if there is a poolrun.yaml here
+// (defaultFile), that is the file and every argument is a target, as make
+// takes targets for its Makefile; if not, the first argument is still the
+// file, for the error that names it, and no argument at all is an error.
+// It must be called after -C.
+func workflowArgs(args []string) (file string, targets []string, err error) {
+	if len(args) > 0 && workflowName(args[0]) {
+		return args[0], args[1:], nil
+	}
+	if len(args) > 0 {
+		if _, err := os.Lstat(args[0]); err == nil {
+			return args[0], args[1:], nil
+		}
+	}
+	if _, err := os.Lstat(defaultFile); errors.Is(err, fs.ErrNotExist) {
+		if len(args) > 0 {
+			return args[0], args[1:], nil
+		}
+		return "", nil, badInputf("poolrun run: no workflow file given, and no %s here; see 'poolrun help run'", defaultFile)
+	}
+	return defaultFile, args, nil
 }
 
 // load reads the workflow file at path with the variables of --set, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -90,6 +91,10 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 	prefix := ""
 	if c.job != "" && c.stdio.Tag {
 		prefix = "[" + c.job + "] "
+	}
+	if c.job != "" && c.stdio.Echo {
+		tag := "[" + c.job + "] "
+		fmt.Fprint(stdout, tag+strings.ReplaceAll(strings.TrimRight(c.run, "\n"), "\n", "\n"+tag)+"\n")
 	}
 	logs := c.job != "" && c.stdio.LogDir != ""
 	if logs {

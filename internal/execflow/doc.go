@@ -58,7 +58,8 @@
 //     its engine.WorkerOutput writers in whole lines), each line prefixed
 //     with the job's id when Stdio.Tag is set, or to the job's own files
 //     in Stdio.LogDir; the lines of commands that run at once interleave,
-//     each whole. The last [Options.TailLines] lines of its standard error
+//     each whole. With Stdio.Echo the command itself comes first, on the
+//     job output, its lines after "[ID] ". The last [Options.TailLines] lines of its standard error
 //     are kept for the [Result] or the error.
 //
 // A command that exits with a non-zero status, or is killed by a signal,

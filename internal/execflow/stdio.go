@@ -39,6 +39,11 @@ type Stdio struct {
 	// and fails the job. A relative LogDir is taken relative to the
 	// current folder when [Queue] is called.
 	LogDir string
+	// Echo writes each job's command, each of its lines after "[ID] ",
+	// to the job's standard output (engine.JobOutput's, with LogDir too)
+	// as the command starts, before anything it prints, as make echoes a
+	// recipe.
+	Echo bool
 }
 
 // resolve checks o and makes its LogDir absolute.

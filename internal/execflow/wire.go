@@ -44,6 +44,7 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 	}
 	e.bool(a.Stdio.Tag)
 	e.str(a.Stdio.LogDir)
+	e.bool(a.Stdio.Echo)
 	e.bool(a.Outputs != nil)
 	if o := a.Outputs; o != nil {
 		e.str(o.Dir.Abs)
@@ -88,6 +89,7 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 	}
 	a.Stdio.Tag = d.bool()
 	a.Stdio.LogDir = d.str()
+	a.Stdio.Echo = d.bool()
 	if d.bool() {
 		o := &outputs{}
 		o.Dir.Abs = d.str()

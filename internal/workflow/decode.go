@@ -136,6 +136,7 @@ type entry struct {
 	vars    []variable    // foreach, in file order; nil without foreach
 	limit   time.Duration // timeout; 0 without
 	res     resources     // retries, retry_delay, threads, mem
+	desc    string        // desc; "" without
 }
 
 // variable is one foreach variable and its values.
@@ -482,7 +483,7 @@ func (e *entry) count() int {
 }
 
 // jobFields lists the fields of a job, for the error about another.
-const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem"
+const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem and desc"
 
 // entry reads one element of the jobs list. It returns nil, and sets
 // p.lost, when the entry has no usable id or foreach: the jobs it stands
@@ -544,6 +545,12 @@ func (p *parser) entry(n *yaml.Node) *entry {
 			e.limit = p.duration(f, name)
 		case "retries", "retry_delay", "threads", "mem":
 			p.resource(&e.res, f, name)
+		case "desc":
+			if f.value.Kind != yaml.ScalarNode || isNull(f.value) {
+				p.fail(f.value.Line, "%s: desc must be a string, not %s", name, describe(f.value))
+				continue
+			}
+			e.desc = f.value.Value
 		default:
 			p.fail(f.keyLine, "%s: unknown field %q (a job has %s)", name, f.key, jobFields)
 		}

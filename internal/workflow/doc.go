@@ -81,6 +81,9 @@
 //   - mem: the memory the command uses, a size (see [ParseSize]: 512M, 2G,
 //     1.5GiB; units are powers of 1024), into [Job.Mem]: poolrun run
 //     counts it against --mem.
+//   - desc: a line of text that says what the entry's jobs do, into
+//     [Job.Desc] as written (${...} is not substituted in it); poolrun run
+//     --list shows it.
 //
 // after and needs take a list (after: [a, b]) or a single string (after: a).
 // A job also runs after every job one of whose outputs is one of its

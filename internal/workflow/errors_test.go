@@ -73,7 +73,7 @@ jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads and mem)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem and desc)`},
 		{name: "unknown item field", in: `
 items:
   ref:

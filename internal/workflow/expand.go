@@ -137,6 +137,7 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 		idLine: e.id.line,
 		entry:  e,
 	}
+	j.EntryID, j.Desc = e.id.s, e.desc
 	vars = p.scope(vars)
 	var err error
 	if j.ID, err = substitute(e.id.s, vars); err != nil {

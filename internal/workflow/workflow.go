@@ -95,6 +95,10 @@ type Job struct {
 	Threads int
 	Mem     int64
 	Line    int // line of the entry the job came from
+	// EntryID is the id field of that entry as written, before any
+	// ${...} is substituted ("align-${i}"); Desc its desc field, as
+	// written, "" if none. Meant for listings (poolrun run --list).
+	EntryID, Desc string
 	// Vars maps each foreach variable of the entry to its value for this
 	// job; nil if the entry has no foreach. Meant for reports.
 	Vars map[string]string
