@@ -135,7 +135,7 @@ func TestFolderOutputSettles(t *testing.T) {
 	os.Chtimes(filepath.Join(dir, "some/dir"), old, old) // in.txt is newer
 	mustRun(t, dir, "run", "wf.yaml")
 	for range 2 {
-		r := mustRun(t, dir, "run", "-n", "wf.yaml")
+		r := mustRun(t, dir, "run", "-n", "-v", "wf.yaml")
 		if !strings.Contains(r.stdout, "skip  dir  up to date") {
 			t.Fatalf("-n after the run:\n%s", r.stdout)
 		}
