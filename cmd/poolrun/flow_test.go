@@ -343,7 +343,7 @@ func TestRunTargetsExample(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "samples.tar.gz")); err == nil {
 		t.Error("the archive was made, which summary does not need")
 	}
-	if !strings.Contains(r.stdout, "7 succeeded") {
-		t.Errorf("summary:\n%s", r.stdout)
+	if !strings.Contains(r.stderr, "7 jobs: 7 succeeded;") {
+		t.Errorf("summary:\n%s", r.stderr)
 	}
 }

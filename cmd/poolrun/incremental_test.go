@@ -132,7 +132,7 @@ func TestIncrementalRuns(t *testing.T) {
 	if got := ran(t, dir); got != nil {
 		t.Errorf("second run of an unchanged workflow ran %q", got)
 	}
-	if got := line(r.stdout, "jobs:"); !strings.HasPrefix(got, "5 skipped;") {
+	if got := line(r.stderr, "5 jobs:"); !strings.HasPrefix(got, "5 skipped (up to date);") {
 		t.Errorf("summary line %q, want 5 skipped", got)
 	}
 	var rep struct {
@@ -252,7 +252,7 @@ jobs:
 	if got, want := ran(t, dir), []string{"lazy"}; !slices.Equal(got, want) {
 		t.Errorf("ran %q, want %q", got, want)
 	}
-	if got := line(r.stdout, "jobs:"); !strings.HasPrefix(got, "2 failed, 1 cancelled;") {
+	if got := line(r.stderr, "3 jobs:"); !strings.HasPrefix(got, "2 failed, 1 cancelled;") {
 		t.Errorf("summary line %q, want 2 failed, 1 cancelled", got)
 	}
 }

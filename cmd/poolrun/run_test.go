@@ -38,8 +38,8 @@ func TestRunExamples(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 			}
-			if !strings.Contains(r.stdout, "succeeded") || strings.Contains(r.stdout, "failed") {
-				t.Errorf("summary:\n%s", r.stdout)
+			if m := allSucceeded.FindStringSubmatch(r.stderr); m == nil || m[1] != m[2] {
+				t.Errorf("summary:\n%s", r.stderr)
 			}
 		})
 	}

@@ -153,7 +153,7 @@ terminal they show above the progress bar. --tag prefixes each line with
 terminal; --tag=false turns it off). --log-dir DIR writes each job's
 standard output and error to DIR/JOB-ID.out and DIR/JOB-ID.err instead
 (emptied when the job starts; a job id with a / in it has %2F there), and
-the run ends with a line that says where they are. -v (--verbose) prints
+the end of the run says where they are. -v (--verbose) prints
 each command as it starts, each of its lines after [JOB-ID], on standard
 output, before what it prints (with --log-dir too): make echoes its
 commands there, so that poolrun run -v wf.yaml > log holds each command
@@ -214,7 +214,9 @@ its output paths where it created or changed them, the files its globs
 match that it created, or made before and changed, and the folders it
 created; never a file that was there before and is not the job's,
 whatever happened to it. The message and the report name what was
-removed. Before a job's command runs, its last outputs (its
+removed (of a job interrupted on a worker of another host, --listen,
+they say only that it was interrupted: its run ends unheard). Before a
+job's command runs, its last outputs (its
 output paths and the files it made under its globs, unless its inputs
 name them too) are moved aside as .NAME.poolrun-aside in their folders,
 and the folders of its outputs are made: the command starts from
@@ -262,6 +264,24 @@ hard link), is refused before anything runs (exit status 2).
 
 -j is capped at the number of jobs that will run: no worker starts only
 to wait (none when every job is skipped).
+
+The end of a run is the workflow's, on standard error (standard output
+is the commands'): with items, their figures and the cache's (and with
+workers from other hosts, a table of the workers); in a run of 1 s or
+more, the 3 slowest jobs; the largest command's peak RSS, where it used
+more than poolrun; the jobs cancelled and interrupted (the first 10, then
+"and N more"); a line per failed job with its exit status, or why it
+failed (the first 10); then how many jobs succeeded, were skipped (up to
+date), failed, were interrupted or cancelled:
+
+  slowest: align-2 9.8s, align-1 9.1s, split 2.3s
+  cancelled: merge
+  failed: align-3 (wf.yaml:6): exit status 2
+  5 jobs: 3 succeeded, 1 failed, 1 cancelled; wall time 12.4s
+  poolrun run: 1 job failed: align-3 (exit status 2)
+
+The last line of a run that failed names the failed jobs (the first 3)
+with why; --quiet leaves out all but the messages and that line.
 
 --force takes the argument after it as its pattern unless that is the
 workflow file (the only argument left, or, before the file, a name ending
@@ -471,9 +491,8 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	wall, runErr := s.run(ctx, p)
 	s.noteCommands(wf, jobs)
-	if runErr != nil {
-		printFailures(stderr, wf, jobs)
-	}
+	ends := s.jobEnds(wf, jobs)
+	printFailures(stderr, ends)
 	// What the run made, for the next. Said here, since an interrupted
 	// run's error is not printed.
 	if err := plan.Save(jobs); err != nil {
@@ -482,9 +501,17 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			runErr = errors.New("poolrun run: every job succeeded, but the state file could not be written")
 		}
 	}
-	err = s.finish(stdout, "run "+file, p, summariseRunErr(runErr), wall, nil)
-	printLogDir(stdout, opts.Stdio)
-	return err
+	// The end is the workflow's, on standard error with the messages
+	// (standard output is the commands'); the cache's figures only where
+	// there are items.
+	s.summary = func(st engine.Stats) {
+		s.mu.Lock()
+		floor := s.rssFloor
+		s.mu.Unlock()
+		printRunEnd(stderr, ends, st, wall, floor, len(wf.Items) > 0)
+	}
+	printLogDir(stderr, opts.Stdio)
+	return s.finish(stdout, "run "+file, p, summariseRunErr(runErr, ends), wall, nil)
 }
 
 // incrementalFlags are the flags of poolrun run that say which jobs run:
@@ -743,46 +770,78 @@ func suspendWithWork(p *engine.Pool) (stop func()) {
 	}
 }
 
-// printFailures prints, for each failed job, its command's exit status and
-// the end of its standard error, and for each Aborted job why its worker
-// died; either way the line names the job id and where it comes from.
-func printFailures(w io.Writer, wf *workflow.Workflow, jobs map[string]*engine.Job[execflow.Result]) {
-	for _, j := range wf.Jobs {
-		job := jobs[j.ID]
-		if job == nil {
-			continue
+// printFailures prints the message of each job that failed, was aborted
+// or interrupted (see failureMessage), in the workflow's order.
+func printFailures(w io.Writer, ends []jobEnd) {
+	for _, e := range ends {
+		if e.msg != "" {
+			fmt.Fprintf(w, "poolrun: %s\n", indent(e.msg))
 		}
-		st := job.Status()
-		if st != engine.Failed && st != engine.Aborted {
-			continue
-		}
-		_, err := job.Result()
-		msg := err.Error()
-		var te *engine.TimeoutError
-		switch {
-		case st == engine.Aborted:
-			msg = "aborted: " + msg
-		case errors.As(err, &te):
-			// What the command said when it was stopped adds nothing.
-			msg = fmt.Sprintf("job %q (%s:%d): timed out after %v", j.ID, wf.File, j.Line, te.Timeout)
-			if te.Killed {
-				msg += fmt.Sprintf(" and did not stop within %v more: its worker was killed", te.Grace)
-			}
-		}
-		// A command's error names its job already: job "ID" (FILE:LINE): ...
-		if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {
-			msg = fmt.Sprintf("job %q (%s:%d): %s", j.ID, wf.File, j.Line, msg)
-		}
-		msg = withAttempts(msg, fmt.Sprintf("job %q (%s:%d): ", j.ID, wf.File, j.Line), len(job.Attempts()))
-		fmt.Fprintf(w, "poolrun: %s\n", indent(msg))
 	}
+}
+
+// failureMessage says why job j of wf ended with status st and err:
+// for a failed job its command's exit status and the end of its standard
+// error, or its timeout; for an Aborted job why its worker died, or that
+// poolrun was interrupted under it. Either way it names the job id and
+// where it comes from (job "ID" (FILE:LINE): ...), and ends with the line
+// that names what poolrun removed of the job's outputs, if anything
+// (removed, for an interrupted job: see execflow.Interrupted). attempts
+// is how many times it ran.
+func failureMessage(wf *workflow.Workflow, j *workflow.Job, st engine.Status, err error, removed string, attempts int) string {
+	head := fmt.Sprintf("job %q (%s:%d): ", j.ID, wf.File, j.Line)
+	msg := err.Error()
+	var te *engine.TimeoutError
+	switch {
+	case st == engine.Aborted && errors.Is(err, context.Canceled):
+		// The pool's "stopped: worker 1 was stopped: context canceled"
+		// says no more.
+		msg = head + "interrupted"
+		if removed != "" {
+			msg += "\n" + removed
+		}
+		return msg // of its run cut off, not of those before
+	case st == engine.Aborted:
+		msg = "aborted: " + msg
+	case errors.As(err, &te):
+		// What the command said when it was stopped adds nothing; what
+		// poolrun removed does.
+		msg = fmt.Sprintf("%stimed out after %v", head, te.Timeout)
+		if te.Killed {
+			msg += fmt.Sprintf(" and did not stop within %v more: its worker was killed", te.Grace)
+		}
+		if line := execflow.RemovedLine(err); line != "" {
+			msg += "\n" + line
+		}
+	}
+	// A command's error names its job already: job "ID" (FILE:LINE): ...
+	if !strings.Contains(msg, fmt.Sprintf("job %q", j.ID)) {
+		msg = head + msg
+	}
+	return withAttempts(msg, head, attempts)
+}
+
+// failureLine returns the first line of msg, job j's message (see
+// failureMessage), with the job named by its bare id (build (wf.yaml:3):
+// exit status 2), and the reason it gives (exit status 2).
+func failureLine(wf *workflow.Workflow, j *workflow.Job, msg string) (line, reason string) {
+	first, _, _ := strings.Cut(msg, "\n")
+	place := fmt.Sprintf(" (%s:%d): ", wf.File, j.Line)
+	job := fmt.Sprintf("job %q", j.ID)
+	if rest, ok := strings.CutPrefix(first, job+place); ok {
+		return showID(j.ID) + place + rest, rest
+	}
+	// An item's command: job "ID": item "NAME" (FILE:LINE): ...
+	reason = strings.TrimPrefix(first, job+": ")
+	return showID(j.ID) + ": " + reason, reason
 }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ") }
 
 // summariseRunErr shortens Run's error for the last line: how many jobs
-// failed (the details were printed above and are in the report).
-func summariseRunErr(err error) error {
+// failed, and the first of them, each with its reason (the details were
+// printed above and are in the report).
+func summariseRunErr(err error, ends []jobEnd) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -796,7 +855,16 @@ func summariseRunErr(err error) error {
 	if n == 0 {
 		return err
 	}
-	return fmt.Errorf("poolrun run: %d job(s) failed", n)
+	var named []string
+	for _, e := range ends {
+		if e.failed() {
+			named = append(named, fmt.Sprintf("%s (%s)", showID(e.id), clip(e.reason, 60)))
+		}
+	}
+	if len(named) == 0 {
+		return fmt.Errorf("poolrun run: %d job%s failed", n, plural(n))
+	}
+	return fmt.Errorf("poolrun run: %d job%s failed: %s", len(named), plural(len(named)), listSome(named, verdictNames))
 }
 
 func unjoin(err error) []error {

@@ -15,6 +15,7 @@ import (
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/workflow"
 )
 
 // session runs one pool with progress display, job records and reports.
@@ -42,6 +43,9 @@ type session struct {
 	// process (engine.InProcess) rather than worker processes: poolrun run,
 	// whose jobs only wait on their commands.
 	inProcess bool
+	// summary, if set, is what finish prints in place of the table of the
+	// workers: the end of poolrun run, given the pool's figures.
+	summary func(engine.Stats)
 }
 
 // budgetExceeded sums the BudgetExceeded events of a pool.
@@ -347,18 +351,23 @@ func (s *session) run(ctx context.Context, p *engine.Pool) (time.Duration, error
 	return wall, err
 }
 
-// finish reports a pool's end: the table (unless quiet), the JSON report
-// (if asked), and the error to return.
+// finish reports a pool's end: the table or the summary (unless quiet),
+// the JSON report (if asked), and the error to return.
 func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runErr error, wall time.Duration, extra any) error {
 	st := p.Stats()
 	if !s.flags.quiet {
-		printTable(stdout, st, wall)
+		if s.summary == nil {
+			printTable(stdout, st, wall)
+		}
 		s.mu.Lock()
 		b := s.budget
 		s.mu.Unlock()
 		if b.Jobs > 0 {
 			fmt.Fprintf(s.stderr, "poolrun: the items of %d job(s) alone took their worker's cache past --cache-budget %s (at most %s: job %d on worker %d)\n",
 				b.Jobs, humanBytes(int64(s.flags.cache.budget)), humanBytes(b.MaxBytes), b.JobID, b.Worker)
+		}
+		if s.summary != nil {
+			s.summary(st) // its last line is the verdict of a run that succeeded
 		}
 	}
 	if s.flags.report != "" {
@@ -367,6 +376,42 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 		}
 	}
 	return runErr
+}
+
+// jobEnds returns how the jobs of workflow wf that the run queued (jobs)
+// ended, in the workflow's order, once Run has returned and noteCommands
+// has been called. An interrupted job's error in the report gets the line
+// that names what its run removed of its outputs, which the pool did not
+// hear (see execflow.Interrupted).
+func (s *session) jobEnds(wf *workflow.Workflow, jobs map[string]*engine.Job[execflow.Result]) []jobEnd {
+	var ends []jobEnd
+	for _, j := range wf.Jobs {
+		job := jobs[j.ID]
+		if job == nil {
+			continue
+		}
+		e := jobEnd{id: j.ID, status: job.Status()}
+		_, err := job.Result()
+		e.interrupted = e.status == engine.Aborted && errors.Is(err, context.Canceled)
+		var removed string
+		if e.interrupted {
+			removed = execflow.Interrupted(wf.File, j.ID)
+		}
+		if e.status == engine.Failed || e.status == engine.Aborted {
+			e.msg = failureMessage(wf, j, e.status, err, removed, len(job.Attempts()))
+			e.line, e.reason = failureLine(wf, j, e.msg)
+		}
+		s.mu.Lock()
+		if rec := s.jobs[job.ID()]; rec != nil {
+			e.seconds, e.peakRSS = rec.Seconds, rec.PeakRSS
+			if removed != "" {
+				rec.Error += "\n" + removed
+			}
+		}
+		s.mu.Unlock()
+		ends = append(ends, e)
+	}
+	return ends
 }
 
 // thisHost is this host's name, as os.Hostname gives it ("" if it fails).

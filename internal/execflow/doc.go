@@ -193,7 +193,10 @@
 // that was there before and is not the job's stay, whatever happened to
 // it (a user who saved a source that the pattern matches keeps the
 // edit). The job's error then ends with a line that names what was
-// removed. Doing it in
+// removed ([RemovedLine] finds it). A job that the pool's interruption
+// stops is Aborted before its run returns, and the pool drops the error
+// that the run returns then: for a run in the pool's own process (its
+// workers goroutines of it), [Interrupted] gives that line. Doing it in
 // the worker means that a job is never seen Failed with what it
 // half-wrote still there, and that the check can fail the job, which the
 // pool's process, learning of the job's end after its dependents may

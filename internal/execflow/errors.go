@@ -1,10 +1,12 @@
 package execflow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/poolrun/poolrun/engine"
 )
@@ -144,8 +146,8 @@ func walkErrors(err error, visit func(error) bool) bool {
 // parseCommandError reverses [commandError.Error].
 func parseCommandError(msg string) (*commandError, bool) {
 	head, tail, _ := strings.Cut(msg, "\n")
-	if i := strings.LastIndex("\n"+tail, "\n"+removedPrefix); i >= 0 && !strings.Contains(tail[i:], "\n") {
-		tail = strings.TrimSuffix(tail[:i], "\n") // finishOutputs' line, not the command's
+	if line := removedLineOf(msg); line != "" {
+		tail = strings.TrimSuffix(strings.TrimSuffix(tail, line), "\n") // finishOutputs' line, not the command's
 	}
 	ce := &commandError{StderrTail: tail}
 	quoted := func(prefix string) (string, bool) {
@@ -260,3 +262,83 @@ func FailureOf(err error) (Failure, bool) {
 	}
 	return Failure{Item: ce.Item, ExitCode: ce.ExitCode, Signal: ce.Signal, StderrTail: ce.StderrTail, PeakRSS: ce.PeakRSS}, true
 }
+
+// RemovedLine returns the line of err, the error of a job queued by
+// [Queue] (as engine.Job.Result or an engine.Attempt gives it), that names
+// what its worker removed of the job's outputs after its run failed
+// ("poolrun removed what the job wrote: a.txt, parts/1.part"), or "" if
+// err names nothing removed. It finds the line in what a run that passed
+// its timeout returned too (engine.TimeoutError's Returned).
+func RemovedLine(err error) string {
+	var line string
+	walkErrors(err, func(e error) bool {
+		switch x := e.(type) {
+		case *removedError:
+			line = x.line()
+		case *engine.RemoteError:
+			line = removedLineOf(x.Msg)
+		case *engine.TimeoutError:
+			line = removedLineOf(x.Returned)
+		}
+		return line != ""
+	})
+	return line
+}
+
+// removedLineOf returns the last line of msg, a job's error message, if
+// it is the line of a removedError, else "".
+func removedLineOf(msg string) string {
+	i := strings.LastIndexByte(msg, '\n')
+	if line := msg[i+1:]; i >= 0 && strings.HasPrefix(line, removedPrefix) {
+		return line
+	}
+	return ""
+}
+
+// interrupted keeps what the runs of this process removed of their jobs'
+// outputs when the pool was interrupted under them, for [Interrupted]:
+// the line of each, by workflow file and job id.
+var interrupted struct {
+	mu    sync.Mutex
+	lines map[[2]string]string
+}
+
+// noteInterrupted records, for [Interrupted], the line of err, the error
+// of job a's run that removed what it wrote, if the end of its worker's
+// context stopped it (context.Canceled: the pool was interrupted).
+func noteInterrupted(a execArg, err *removedError) {
+	if !errors.Is(err.err, context.Canceled) {
+		return
+	}
+	interrupted.mu.Lock()
+	defer interrupted.mu.Unlock()
+	if interrupted.lines == nil {
+		interrupted.lines = make(map[[2]string]string)
+	}
+	interrupted.lines[[2]string{a.File, a.ID}] = err.line()
+}
+
+// Interrupted returns, once, the line that names what the run of job id
+// of the workflow file (as workflow.Workflow.File names it) removed of
+// the job's outputs when the pool was interrupted under it (Run's context
+// ended), as [RemovedLine] finds it in a failed job's error; "" if it
+// removed nothing. The pool ends such a job (Aborted) as it stops, and
+// drops the error that the run returns after that. Only the runs of this
+// process are known: those of workers that are goroutines of it
+// (engine.InProcess, serial mode), as poolrun run's are; not those of a
+// worker process.
+func Interrupted(file, id string) string {
+	interrupted.mu.Lock()
+	defer interrupted.mu.Unlock()
+	k := [2]string{file, id}
+	line := interrupted.lines[k]
+	delete(interrupted.lines, k)
+	return line
+}
+
+// RSSAbove reports whether peak, the peak RSS of a command (as
+// [Result.PeakRSS] gives it), is clearly more than floor, the peak RSS of
+// the process that started it: Linux counts that process's memory in the
+// command's peak, so a figure not above it says only that the command
+// used no more.
+func RSSAbove(peak, floor int64) bool { return peak > floor+rssMargin(floor) }

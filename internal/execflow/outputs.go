@@ -328,7 +328,9 @@ func finishOutputs(a execArg, before map[string]stamp, aside []moved, runErr err
 	if len(removed) == 0 {
 		return nil, runErr
 	}
-	return nil, &removedError{err: runErr, removed: removed}
+	rerr := &removedError{err: runErr, removed: removed}
+	noteInterrupted(a, rerr) // the pool drops an interrupted run's error
+	return nil, rerr
 }
 
 // removedError is a failed job's error, with the outputs that were removed
@@ -338,9 +340,10 @@ type removedError struct {
 	removed []string
 }
 
-func (e *removedError) Error() string {
-	return e.err.Error() + "\n" + removedPrefix + strings.Join(e.removed, ", ")
-}
+func (e *removedError) Error() string { return e.err.Error() + "\n" + e.line() }
+
+// line is the last line of the error, which names what was removed.
+func (e *removedError) line() string { return removedPrefix + strings.Join(e.removed, ", ") }
 
 func (e *removedError) Unwrap() error { return e.err }
 
