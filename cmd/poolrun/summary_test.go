@@ -44,10 +44,11 @@ const summaryFlow = `jobs:
 func TestRunEndIsTheWorkflows(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"wf.yaml": summaryFlow})
-	if r := poolrun(t, dir, "run", "-j", "3", "wf.yaml"); r.code != 1 {
+	// -k: the jobs that do not need the failed one go on.
+	if r := poolrun(t, dir, "run", "-k", "-j", "3", "wf.yaml"); r.code != 1 {
 		t.Fatalf("first run: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	r := poolrun(t, dir, "run", "-j", "3", "wf.yaml")
+	r := poolrun(t, dir, "run", "-k", "-j", "3", "wf.yaml")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
