@@ -299,6 +299,9 @@ comp poolrun run wf
 comp poolrun help sc
 comp poolrun completion ''
 comp poolrun run -C sub ''
+comp poolrun run --directory=sub ''
+comp poolrun run -C=sub ''
+comp poolrun run -Csub ''
 comp poolrun run ''
 comp poolrun run pre
 `
@@ -323,8 +326,11 @@ comp poolrun run pre
 		"scaffold ",
 		"bash fish zsh ",
 		"in-sub poolrun.yaml ", // FILE is in -C's folder
-		files,                  // no poolrun.yaml here: no ids
-		" ",                    // nothing
+		"in-sub poolrun.yaml ", // -C's three other spellings
+		"in-sub poolrun.yaml ",
+		"in-sub poolrun.yaml ",
+		files, // no poolrun.yaml here: no ids
+		" ",   // nothing
 	}
 	if len(got) != len(want) {
 		t.Fatalf("the completions:\n%s\nwant %d lines", out, len(want))
@@ -339,20 +345,78 @@ comp poolrun run pre
 		if !strings.Contains(r.stdout, "poolrun") || !strings.Contains(r.stdout, "--list-ids") || !strings.Contains(r.stdout, "keep-going") {
 			t.Errorf("poolrun completion %s:\n%s", shell, r.stdout)
 		}
-		if path, err := exec.LookPath(shell); err == nil {
-			script := filepath.Join(dir, "poolrun."+shell)
-			writeFiles(t, dir, map[string]string{"poolrun." + shell: r.stdout})
-			check := []string{"-n", script}
-			if shell == "fish" {
-				check = []string{"--no-execute", script}
-			}
-			if out, err := exec.Command(path, check...).CombinedOutput(); err != nil {
-				t.Errorf("%s %q: %v\n%s", shell, check, err, out)
-			}
-		}
+		writeFiles(t, dir, map[string]string{"poolrun." + shell: r.stdout})
 	}
+	t.Run("zsh", func(t *testing.T) { completeZsh(t, dir) })
+	t.Run("fish", func(t *testing.T) { completeFish(t, dir) })
 	r = poolrun(t, dir, "completion", "tcsh")
 	if r.code != 2 || !strings.Contains(r.stderr, `unknown shell "tcsh"`) {
 		t.Errorf("poolrun completion tcsh: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// completeZsh completes poolrun's words in zsh, in dir, through the
+// script of poolrun completion zsh there (poolrun.zsh). zsh's compadd
+// filters COMPREPLY by the word typed, so the cases type no word.
+func completeZsh(t *testing.T, dir string) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("no zsh here")
+	}
+	driver := `autoload -U compinit && compinit -u
+source ./poolrun.zsh
+comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _poolrun; printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '; echo; }
+comp poolrun run wf.yaml ''
+comp poolrun run -C sub ''
+comp poolrun run -C=sub ''
+comp poolrun completion ''
+`
+	writeFiles(t, dir, map[string]string{"driver.zsh": driver})
+	cmd := exec.Command(zsh, "-f", "driver.zsh")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(poolrunBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh driver.zsh: %v\n%s", err, out)
+	}
+	want := "merge part-1 part-2 part-3 prep side unrelated \n" +
+		"in-sub poolrun.yaml \n" +
+		"in-sub poolrun.yaml \n" +
+		"bash fish zsh \n"
+	if string(out) != want {
+		t.Errorf("zsh's completions:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// completeFish completes poolrun's words in fish, in dir, through the
+// script of poolrun completion fish there (poolrun.fish), as fish does
+// on TAB (complete -C).
+func completeFish(t *testing.T, dir string) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Skip("no fish here")
+	}
+	script := `source poolrun.fish
+for line in 'poolrun ru' 'poolrun run --keep' 'poolrun run wf.yaml par' 'poolrun run -C sub in' 'poolrun run --directory=sub in' 'poolrun completion z'
+	complete -C"$line" | string join ' '
+end
+true
+`
+	cmd := exec.Command(fish, "--no-config", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(poolrunBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	want := []string{"run", "--keep-going", "part-1 part-2 part-3", "in-sub", "in-sub", "zsh"}
+	if len(got) != len(want) {
+		t.Fatalf("fish's completions:\n%s\nwant %d lines", out, len(want))
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Errorf("fish completion %d: %q, want %q", i+1, got[i], w)
+		}
 	}
 }

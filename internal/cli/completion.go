@@ -147,7 +147,8 @@ func bashCompletion(cmds map[string][]cmdFlag) string {
 
 // bashScript is the script of bashCompletion: the commands, then the
 // cases of _poolrun_flags and of _poolrun_value. It reads COMP_WORDS
-// only by slices (${COMP_WORDS[@]:i:1}), which count from 0 in zsh too.
+// only by slices (${COMP_WORDS[@]:$i:1}), which count from 0 in zsh too;
+// their offsets start with $, as zsh takes a letter there for a modifier.
 const bashScript = `# poolrun completion for bash. Load it with: source <(poolrun completion bash)
 _poolrun_commands='%s'
 
@@ -165,9 +166,9 @@ _poolrun_value() {
 }
 
 _poolrun() {
-	local cur=${COMP_WORDS[@]:COMP_CWORD:1} prog=${COMP_WORDS[@]:0:1}
+	local cur=${COMP_WORDS[@]:$COMP_CWORD:1} prog=${COMP_WORDS[@]:0:1}
 	local cmd=scaffold first=1 value= dir= file= w
-	for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
+	for w in "${COMP_WORDS[@]:1:$((COMP_CWORD - 1))}"; do
 		if [[ -n $value ]]; then
 			[[ $value == -C || $value == --directory ]] && dir=$w
 			value=
@@ -181,6 +182,9 @@ _poolrun() {
 			fi
 		fi
 		case $w in
+		--directory=*) dir=${w#--directory=} ;;
+		-C=*) dir=${w#-C=} ;;
+		-C?*) dir=${w#-C} ;;
 		--*=*) ;;
 		-*) [[ -n $(_poolrun_value "$cmd" "$w") ]] && value=$w ;;
 		*) [[ -z $file ]] && file=$w ;;
@@ -285,6 +289,10 @@ const fishRun = `function __poolrun_run_ids
 			continue
 		end
 		switch $w
+			case '--directory=*' '-C=*'
+				set dir (string replace -r '^[^=]*=' '' -- $w)
+			case '-C?*'
+				set dir (string sub -s 3 -- $w)
 			case '--*=*'
 			case %s
 				set value $w
