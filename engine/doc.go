@@ -117,8 +117,14 @@
 //     SIGSTOP, or whose reply pipe a stray write broke, cannot hang a
 //     pool. Without a timeout, a job that runs for ever while its worker
 //     lives keeps the pool waiting: that is what Timeout is for.
+//   - A main that does not call [Init] first is found at the first worker:
+//     a worker process is this program re-executed, so it runs main again,
+//     and when it reaches [New] it exits without a word. The pool starts no
+//     other worker and Run fails at once with one error, which wraps
+//     [ErrNoInit] and says that engine.Init() must be the first call in
+//     main (and in TestMain), before anything else the program does.
 //   - Workers that die without having run a job (before the handshake: the
-//     program does not start, or main does not call [Init] first; or after
+//     program does not start, or exits before it reaches New; or after
 //     it, while they had no job) are replaced, but five in a row stop the
 //     pool from starting workers: Run's error wraps [ErrCrashLoop] and
 //     quotes what the last one printed. The pool goes on with the workers

@@ -47,10 +47,20 @@ var (
 	// the handshake, or after it while they had no job) and the pool
 	// stopped starting workers: the message gives how the last one ended,
 	// what it last printed on its standard error and, when none of them
-	// had answered the handshake, asks whether main calls [Init] first.
+	// had answered the handshake, asks whether main calls [Init] first (a
+	// main that reaches [New] without it is [ErrNoInit] at the first
+	// worker instead).
 	// The pool goes on with the workers that serve, and ends when none is
 	// left. A worker that dies under a job does not count (see [Retries]).
 	ErrCrashLoop = errors.New("crash loop")
+
+	// ErrNoInit is wrapped by the error Run returns when a worker process
+	// ran the program's main again instead of serving jobs, because main
+	// does not call [Init] first: the worker exits when it reaches [New]
+	// (with status 78, printing nothing), and the pool, seeing a worker
+	// end so before its handshake, starts no other and stops at once. The
+	// message names engine.Init and where it must be called.
+	ErrNoInit = errors.New("main does not call engine.Init first")
 
 	// ErrTooLarge is wrapped by the error of a job whose argument or result
 	// encodes to more bytes than the pool's limit ([MaxValueSize]); the

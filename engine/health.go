@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -152,6 +153,10 @@ func sooner(a, b time.Time) time.Time {
 // Aborted, the jobs waiting behind it go back to the queue, and, while the
 // pool runs, a new worker takes the place of one the scheduler started.
 //
+// A worker process that exited before the handshake with the status of
+// one whose main reached New without calling Init (checkInit) stops the
+// pool at once with ErrNoInit: every other worker would do the same.
+//
 // A worker that died without having run a job (before the handshake, or
 // after it while it had no job), neither asked to stop nor killed, counts
 // towards a crash loop, until a new worker finishes its first job: at
@@ -180,6 +185,13 @@ func (s *scheduler) died(pl *place, why error, lastWords string) {
 	s.left(pl)
 	switch {
 	case left:
+	case !wasReady && !stopping && !pl.joined && errors.Is(why, exitStatus(exitNoInit)):
+		// Every worker is this program: none would serve.
+		if s.fatal == nil {
+			s.fatal = fmt.Errorf("engine: %w: %v ran main again and reached engine.New instead of serving jobs (it exited with status %d before the handshake); %s",
+				ErrNoInit, pl, exitNoInit, initAdvice)
+		}
+		pl.removed = true
 	case timedOut:
 		p.errs = append(p.errs, fmt.Errorf("engine: %v did not answer the handshake within %v and was killed", pl, p.cfg.startTimeout))
 		pl.removed = true

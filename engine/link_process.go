@@ -151,10 +151,16 @@ func (sp *spawned) wait(readErr error) error {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return fmt.Errorf("killed by signal %v", ws.Signal())
 		}
-		return fmt.Errorf("exited with status %d", ee.ExitCode())
+		return exitStatus(ee.ExitCode())
 	}
 	return err
 }
+
+// exitStatus is the end of a worker process that exited with that status
+// (other than 0).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exited with status %d", int(e)) }
 
 // processLink is the scheduler's link to a worker process.
 type processLink struct {

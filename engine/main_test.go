@@ -25,6 +25,10 @@ const (
 	// dieOnUSR1Line on its stderr and exit with status 4: a worker that
 	// dies after its handshake.
 	envDieOnUSR1 = "POOLRUN_ENGINE_TEST_DIE_ON_USR1"
+	// envNoInit names a folder: the test binary, parent and workers
+	// alike, is then a program whose main does not call engine.Init
+	// (noInitMain), as a library user's that forgot it.
+	envNoInit = "POOLRUN_ENGINE_TEST_NO_INIT"
 )
 
 const (
@@ -33,6 +37,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envNoInit); dir != "" {
+		os.Exit(noInitMain(dir))
+	}
 	if os.Getenv(engine.WorkerEnv) != "" {
 		if path := os.Getenv(envDieAtStart); path != "" {
 			if _, err := os.Stat(path); err == nil {

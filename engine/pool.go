@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -15,9 +14,9 @@ import (
 // jobs with [Queue] (or from schedulers, [Pool.Go]) and [Pool.Run] it once.
 //
 // Misuse of a pool is a programming error and panics with a message that
-// begins "engine: ": a second Run, Run in a worker process (main did not
-// call [Init] first), Go after Run has returned, a nil pool or function
-// given to Queue, a dependency from another pool, an option out of range.
+// begins "engine: ": a second Run, Run from a job in a worker process, Go
+// after Run has returned, a nil pool or function given to Queue, a
+// dependency from another pool, an option out of range.
 // What goes wrong while a pool runs is an error.
 type Pool struct {
 	cfg config
@@ -62,7 +61,11 @@ type Pool struct {
 }
 
 // New makes a pool.
+//
+// In a worker process whose main did not call [Init] first, New does not
+// return: the process exits, and its pool's Run fails with [ErrNoInit].
 func New(opts ...Option) *Pool {
+	checkInit()
 	p := &Pool{
 		cfg:  defaultConfig(),
 		wake: make(chan struct{}, 1),
@@ -129,15 +132,16 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 // Run starts workers as the jobs need them (see [Workers]), runs every job
 // (and those that schedulers and listeners queue meanwhile) to the end,
 // stops the workers and returns.
-// A pool runs once: a second call panics, and so does a call in a worker
-// process (main must call [Init] first).
+// A pool runs once: a second call panics, and so does a call from a job
+// in a worker process.
 //
 // Run returns nil when every job succeeded or was cancelled with
 // [Job.Cancel]. Otherwise it returns [errors.Join] of a [*JobError] per job
 // that failed or was aborted and per scheduler that returned an error, of
 // an error per worker that did not answer its handshake in time (see
-// [StartTimeout]), of an error wrapping [ErrCrashLoop] if workers kept
-// dying before they ran a job, and of the context's error if it ended.
+// [StartTimeout]), of an error wrapping [ErrNoInit] if main does not call
+// [Init] first, of an error wrapping [ErrCrashLoop] if workers kept dying
+// before they ran a job, and of the context's error if it ended.
 // Jobs cancelled because a dependency did not succeed are not listed: the
 // dependency is.
 //
@@ -150,7 +154,8 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 // holds before it exits.
 func (p *Pool) Run(ctx context.Context) error {
 	if isWorker() {
-		panic(fmt.Sprintf("engine: Pool.Run in a worker process: main must call engine.Init() before anything else (%s is set)", WorkerEnv))
+		checkInit()
+		panic("engine: Pool.Run in a worker process: a job cannot run a pool of its own")
 	}
 	p.mu.Lock()
 	if p.state != PoolIdle {

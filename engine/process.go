@@ -39,6 +39,10 @@ const workerExitGrace = 500 * time.Millisecond
 // re-executed by [Pool.Run]) it serves jobs until the pool ends and then
 // exits the process; in any other process it returns at once.
 //
+// A worker process whose main does not call Init first runs main again;
+// when it reaches [New] it exits at once, and the pool that started it
+// stops with an error wrapping [ErrNoInit] (see there).
+//
 // A worker exits on its own when its parent dies: it is sent SIGTERM (a
 // parent-death signal, on Linux) or sees the end of its input pipe, lets
 // the running job return (its context is cancelled) for up to half a
@@ -48,14 +52,46 @@ func Init() {
 	if !ok {
 		return
 	}
+	serving.Store(true)
 	os.Exit(serveProcess(v))
 }
+
+// serving is set once Init has begun to serve in this worker process: the
+// jobs it runs may make pools, and New tells them from a main that
+// skipped Init by it.
+var serving atomic.Bool
 
 // isWorker reports whether this process was started as a worker.
 func isWorker() bool {
 	_, ok := os.LookupEnv(WorkerEnv)
 	return ok
 }
+
+// exitNoInit is the exit status of a worker process whose main reached
+// New without calling Init (EX_CONFIG of sysexits.h): its pool takes it,
+// before the handshake, for that mistake (see died).
+const exitNoInit = 78
+
+// checkInit ends this process if it is a worker process whose main did
+// not call Init first and so runs the program again instead of serving.
+// A pool's worker exits with status exitNoInit and prints nothing, since
+// the pool says it once, in Run's error; a process started by hand with
+// WorkerEnv set says it itself.
+func checkInit() {
+	if !isWorker() || serving.Load() {
+		return
+	}
+	if win, err := shm.Open(os.NewFile(fdWindow, "window")); err == nil {
+		win.Close()
+	} else {
+		fmt.Fprintf(os.Stderr, "poolrun worker: %s is set, so this process is a pool's worker, but main does not call engine.Init first: %s; unset %s to run the program itself\n",
+			WorkerEnv, initAdvice, WorkerEnv)
+	}
+	os.Exit(exitNoInit)
+}
+
+// initAdvice says where Init goes, for the errors that find it missing.
+const initAdvice = "worker processes are this program re-executed, so engine.Init() must be the first call in main (and in TestMain), before anything else the program does"
 
 // serveProcess is the whole life of a worker process; it returns the exit
 // status.

@@ -12,9 +12,10 @@ import (
 
 // crashLoopLimit is how many workers in a row may die without having run
 // a job (before the handshake, or after it while they had no job; see
-// died) before the pool starts no more workers: a program that never
-// calls Init, or whose start-up fails, then makes Run fail within seconds
-// instead of starting workers forever. A worker that dies under a job does
+// died) before the pool starts no more workers: a program whose start-up
+// fails (before it reaches New, where a main that skipped Init is told at
+// the first worker: ErrNoInit) then makes Run fail within seconds instead
+// of starting workers forever. A worker that dies under a job does
 // not count: that death is the job's (Aborted, or retried), and the jobs
 // bound how often it can happen.
 const crashLoopLimit = 5
