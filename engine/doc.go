@@ -103,7 +103,8 @@
 //     again for another attempt with [Retries] or [JobRetries] (a job that
 //     returned an error is not retried, unless queued with
 //     [RetryFailures]: then a failed run, a timeout included, spends a
-//     retry too, after a delay). [Job.Attempts] lists the runs.
+//     retry too, after a delay). [Job.Attempts] lists the runs;
+//     [JobAttempt] tells a running job which run it is.
 //     The processes the dead worker's jobs started, and left running in
 //     its process group, are killed with it.
 //   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's

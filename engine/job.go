@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -253,6 +254,18 @@ type Attempt struct {
 	// Succeeded.
 	Status Status
 	Err    error
+}
+
+// attemptKey is the context key of a running job's attempt number.
+type attemptKey struct{}
+
+// JobAttempt returns the number of the run of the job whose context ctx
+// is (or derives from): 1 for its first run, 2 for the first run again
+// after a retry ([Retries], [RetryFailures]), and so on, as in the
+// events' Attempt; 0 for a context that is no job's.
+func JobAttempt(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
 }
 
 // After makes the job wait until every dep has succeeded; if one fails, is
