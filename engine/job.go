@@ -54,7 +54,8 @@ type job struct {
 	cancelAt     time.Time
 	skip         bool // ends Skipped instead of running (Skip)
 
-	cost       Resources     // what it takes while it runs (JobResources)
+	cost       Resources     // what it takes while it runs (JobResources), Named aside
+	named      []int64       // what it takes of the pool's named resources (namedCost)
 	retryFails bool          // its retries are spent on failed runs too (RetryFailures)
 	retryDelay time.Duration // the wait before a failed run is run again
 }
@@ -320,7 +321,8 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 		j.timeout = o.timeout
 	}
 	j.skip = o.skip
-	j.cost, j.retryFails, j.retryDelay = o.cost, o.fails, o.delay
+	j.cost, j.retryFails, j.retryDelay = Resources{Slots: o.cost.Slots, Memory: o.cost.Memory}, o.fails, o.delay
+	j.named = p.cfg.namedCost(o.cost.Named)
 	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)

@@ -74,7 +74,7 @@ func (f *resourceFlags) capacity(wf *workflow.Workflow, plan *execflow.Plan, slo
 			fmt.Fprintf(stderr, "poolrun run: %s:%d: job %q has mem: %s, more than --mem %s: it runs alone\n", wf.File, j.Line, j.ID, humanBytes(j.Mem), humanBytes(c.Memory))
 		}
 	}
-	if !declared || c == (engine.Resources{}) {
+	if !declared || c.Slots == 0 && c.Memory == 0 {
 		return nil
 	}
 	return []engine.Option{engine.Capacity(c)}

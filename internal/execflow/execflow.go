@@ -414,7 +414,7 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 		if pl.retries > 0 {
 			jopts = append(jopts, engine.RetryFailures(pl.delay))
 		}
-		if pl.cost != (engine.Resources{}) {
+		if pl.cost.Slots != 0 || pl.cost.Memory != 0 || len(pl.cost.Named) > 0 {
 			jopts = append(jopts, engine.JobResources(pl.cost))
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
