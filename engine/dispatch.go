@@ -65,7 +65,7 @@ func (s *scheduler) dispatch() {
 		j.seq = pl.sent
 		s.addHeld(pl, j.keys)
 		p.setStatus(j, Running)
-		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys, timeout: j.timeout}
+		t := task{id: uint64(j.id), fn: j.fn.name, arg: j.arg, keys: j.keys, timeout: j.timeout, attempt: j.tries}
 		if p.cfg.budget > 0 && len(pl.resident) > 0 {
 			if pl.orderRound != s.round {
 				pl.order, pl.orderRound = s.evictionOrder(pl), s.round

@@ -89,8 +89,10 @@
 // # Resources
 //
 // A pool with a [Capacity] runs at once only the jobs whose
-// [JobResources] (slots, as a command's threads, and bytes of memory) fit
-// in it together; a job larger than the capacity runs alone. The oldest
+// [JobResources] (slots, as a command's threads, bytes of memory, and
+// amounts of resources known by name, such as GPUs or licences) fit in it
+// together; a job larger than the capacity runs alone. A named resource
+// that the capacity does not list has no limit. The oldest
 // Queued job that does not fit holds back the younger ones until it
 // does, so that it is not starved; the workers wait meanwhile.
 //
@@ -103,7 +105,8 @@
 //     again for another attempt with [Retries] or [JobRetries] (a job that
 //     returned an error is not retried, unless queued with
 //     [RetryFailures]: then a failed run, a timeout included, spends a
-//     retry too, after a delay). [Job.Attempts] lists the runs.
+//     retry too, after a delay). [Job.Attempts] lists the runs;
+//     [JobAttempt] tells a running job which run it is.
 //     The processes the dead worker's jobs started, and left running in
 //     its process group, are killed with it.
 //   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,7 +54,8 @@ type job struct {
 	cancelAt     time.Time
 	skip         bool // ends Skipped instead of running (Skip)
 
-	cost       Resources     // what it takes while it runs (JobResources)
+	cost       Resources     // what it takes while it runs (JobResources), Named aside
+	named      []int64       // what it takes of the pool's named resources (namedCost)
 	retryFails bool          // its retries are spent on failed runs too (RetryFailures)
 	retryDelay time.Duration // the wait before a failed run is run again
 }
@@ -255,6 +257,18 @@ type Attempt struct {
 	Err    error
 }
 
+// attemptKey is the context key of a running job's attempt number.
+type attemptKey struct{}
+
+// JobAttempt returns the number of the run of the job whose context ctx
+// is (or derives from): 1 for its first run, 2 for the first run again
+// after a retry ([Retries], [RetryFailures]), and so on, as in the
+// events' Attempt; 0 for a context that is no job's.
+func JobAttempt(ctx context.Context) int {
+	n, _ := ctx.Value(attemptKey{}).(int)
+	return n
+}
+
 // After makes the job wait until every dep has succeeded; if one fails, is
 // cancelled or is aborted, the job is cancelled with an error wrapping
 // [ErrDependencyFailed]. Every dep must belong to the same pool.
@@ -307,7 +321,8 @@ func Queue[A, R any](p *Pool, fn *Func[A, R], arg A, opts ...JobOption) *Job[R] 
 		j.timeout = o.timeout
 	}
 	j.skip = o.skip
-	j.cost, j.retryFails, j.retryDelay = o.cost, o.fails, o.delay
+	j.cost, j.retryFails, j.retryDelay = Resources{Slots: o.cost.Slots, Memory: o.cost.Memory}, o.fails, o.delay
+	j.named = p.cfg.namedCost(o.cost.Named)
 	j.arg, j.argErr = encodeValue(arg, p.cfg.maxValue)
 	if j.argErr != nil {
 		j.argErr = fmt.Errorf("encoding the argument (%T): %w", arg, j.argErr)

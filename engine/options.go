@@ -46,6 +46,8 @@ type config struct {
 	timeout      time.Duration
 	grace        time.Duration
 	limit        Resources // Capacity
+	names        []string  // the named resources of limit, sorted
+	named        []int64   // their limits, in that order
 	silence      time.Duration
 	items        itemsMode // what workers do of undeclared items (LearnItems, StrictItems)
 	// transport, when set, makes the pool's transport instead of the pipe

@@ -52,6 +52,7 @@ type place struct {
 	tasks      []task           // to send at the end of this dispatch round (deliver)
 	funcs      []funcCount      // the jobs in flight, by function (load)
 	cost       Resources        // what its jobs in flight take, as last counted (recost)
+	named      []int64          // the same of the pool's named resources (recostNamed)
 
 	jobs          int
 	served        int // jobs its current worker finished

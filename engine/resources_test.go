@@ -232,3 +232,87 @@ func ExampleCapacity() {
 	fmt.Println(a, b)
 	// Output: 3 1
 }
+
+// meetings: test name -> *meeting, for the meet jobs of a test.
+var meetings sync.Map
+
+// meeting is where a test's meet jobs wait for one another.
+type meeting struct {
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{} // closed when the last one arrives
+}
+
+// meetArg says which test's meeting a meet job joins, and how many jobs
+// make it.
+type meetArg struct {
+	Test string
+	N    int
+}
+
+// meet waits, up to 10 seconds, until a.N meet jobs of its test run at
+// once (in-process workers), and fails if they never do.
+var meet = engine.Register("engine_test.meet", func(ctx context.Context, a meetArg) (struct{}, error) {
+	v, _ := meetings.Load(a.Test)
+	m := v.(*meeting)
+	m.mu.Lock()
+	if m.arrived++; m.arrived == a.N {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.all:
+		return struct{}{}, nil
+	case <-time.After(10 * time.Second):
+		return struct{}{}, fmt.Errorf("the other %d job(s) did not run with this one", a.N-1)
+	case <-ctx.Done():
+		return struct{}{}, ctx.Err()
+	}
+})
+
+// Named resources: two jobs that take a GPU each run at once with two
+// GPUs, and so do jobs that take a resource the capacity does not list
+// (it has no limit); with worker processes and one GPU they never
+// overlap.
+func TestCapacityNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit map[string]int64
+		takes map[string]int64
+	}{
+		{"within the limit", map[string]int64{"gpu": 2}, map[string]int64{"gpu": 1}},
+		{"no limit for the name", map[string]int64{"gpu": 1}, map[string]int64{"licence": 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meetings.Store(t.Name(), &meeting{all: make(chan struct{})})
+			t.Cleanup(func() { meetings.Delete(t.Name()) })
+			p := engine.New(engine.InProcess(2), engine.Capacity(engine.Resources{Named: tc.limit}))
+			for range 2 {
+				engine.Queue(p, meet, meetArg{Test: t.Name(), N: 2}, engine.JobResources(engine.Resources{Named: tc.takes}))
+			}
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Run("one at a time", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts worker processes")
+		}
+		dir := t.TempDir()
+		p := engine.New(engine.Workers(2), engine.Capacity(engine.Resources{Slots: 4, Named: map[string]int64{"gpu": 1}}))
+		var jobs []*engine.Job[struct{}]
+		for i := range 4 {
+			jobs = append(jobs, engine.Queue(p, exclusive, exclusiveArg{Dir: dir, Name: fmt.Sprint(i)},
+				engine.JobResources(engine.Resources{Named: map[string]int64{"gpu": 1}})))
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for i, j := range jobs {
+			if _, err := j.Result(); err != nil {
+				t.Errorf("job %d: %v", i, err)
+			}
+		}
+	})
+}

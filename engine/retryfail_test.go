@@ -169,3 +169,46 @@ func ExampleRetryFailures() {
 	// succeeded <nil>
 	// succeeded on run 3
 }
+
+// attempted fails until its run's JobAttempt reaches a, and returns the
+// attempt numbers it saw, as it can tell them in a worker process: the
+// attempt is all it knows.
+var attempted = engine.Register("engine_test.attempted", func(ctx context.Context, a int) (int, error) {
+	if n := engine.JobAttempt(ctx); n < a {
+		return n, fmt.Errorf("attempt %d fails", n)
+	}
+	return engine.JobAttempt(ctx), nil
+})
+
+// A job's context says which run it is, in worker processes (the attempt
+// crosses the wire), in-process workers and serial mode; outside a job it
+// says 0.
+func TestJobAttempt(t *testing.T) {
+	if n := engine.JobAttempt(context.Background()); n != 0 {
+		t.Errorf("JobAttempt outside a job = %d, want 0", n)
+	}
+	for _, tc := range []struct {
+		name string
+		opt  engine.Option
+	}{
+		{"processes", engine.Workers(1)},
+		{"in process", engine.InProcess(1)},
+		{"serial", engine.Workers(0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := engine.New(tc.opt)
+			j := engine.Queue(p, attempted, 3, engine.JobRetries(2), engine.RetryFailures(time.Millisecond))
+			if err := p.Run(context.Background()); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got, _ := j.Result(); got != 3 {
+				t.Errorf("last run saw attempt %d, want 3", got)
+			}
+			for i, a := range j.Attempts()[:2] {
+				if want := fmt.Sprintf("attempt %d fails", i+1); a.Err == nil || !strings.Contains(a.Err.Error(), want) {
+					t.Errorf("run %d: %v, want %q", i+1, a.Err, want)
+				}
+			}
+		})
+	}
+}

@@ -106,6 +106,9 @@ type scheduler struct {
 	revoking int
 	// used sums what the jobs in flight take, with a Capacity (recost).
 	used Resources
+	// usedNamed sums the same of the pool's named resources, in the
+	// order of its config's names (recostNamed); nil without them.
+	usedNamed []int64
 	// republish lists the places whose held keys changed since collect
 	// last ran (held.changed went from false to true).
 	republish []*place

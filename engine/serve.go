@@ -56,7 +56,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	default:
 		// The job's context ends with the worker's (see serve), at the
 		// job's timeout, or when the parent cancels the job.
-		jctx, cancel := context.WithCancelCause(r.base)
+		jctx, cancel := context.WithCancelCause(context.WithValue(r.base, attemptKey{}, t.attempt))
 		wc.running(t.id, cancel)
 		if ctx.Err() != nil {
 			cancel(context.Cause(ctx)) // ended before the job was running

@@ -145,6 +145,8 @@ type task struct {
 	// timeout bounds the job's run time, from when the worker starts it
 	// (see Timeout); 0: none.
 	timeout time.Duration
+	// attempt numbers the job's runs, from 1 (see [Attempt]).
+	attempt int
 	// cancelled: the parent cancelled the job before it started (the
 	// worker's side only).
 	cancelled bool

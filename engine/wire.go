@@ -13,7 +13,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 10
+	protoVersion = 11
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.
@@ -122,6 +122,7 @@ func (e *enc) task(t *task) {
 	e.keys(t.keys)
 	e.keys(t.order)
 	e.int(int64(t.timeout))
+	e.uint(uint64(t.attempt))
 	e.end(at)
 }
 

@@ -14,7 +14,7 @@ import (
 func wireSeeds() [][]byte {
 	var e enc
 	e.hello(3, workerParams{policy: EvictNever, budget: 1 << 20, heartbeat: time.Second})
-	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}, keys: []uint64{5, 6}, order: []uint64{7}, timeout: time.Minute})
+	e.task(&task{id: 1, gen: 4, fn: "square", arg: []byte{1, 2, 3}, keys: []uint64{5, 6}, order: []uint64{7}, timeout: time.Minute, attempt: 1})
 	e.cancel(1)
 	e.stop()
 	a := bytes.Clone(e.b)
@@ -77,7 +77,7 @@ func FuzzFrameRoundTrip(f *testing.F) {
 		if evicted < 0 {
 			evicted = -evicted
 		}
-		tk := task{id: id, gen: gen, fn: fn, arg: arg, timeout: time.Duration(max(elapsed, 0))}
+		tk := task{id: id, gen: gen, fn: fn, arg: arg, timeout: time.Duration(max(elapsed, 0)), attempt: evicted % (1 << 20)}
 		if len(arg) >= 8 {
 			tk.keys = []uint64{id, gen}
 			tk.order = []uint64{hits}

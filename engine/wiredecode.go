@@ -197,9 +197,11 @@ func (d *dec) task() (*task, error) {
 	t.keys = d.keys()
 	t.order = d.keys()
 	t.timeout = time.Duration(d.int())
-	if t.timeout < 0 {
+	attempt := d.uint()
+	if t.timeout < 0 || attempt > math.MaxInt32 {
 		d.fail()
 	}
+	t.attempt = int(attempt)
 	return t, d.err
 }
 

@@ -109,7 +109,10 @@ report; a job whose worker died (a worker joined with
 --listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
 command gets SIGTERM, then SIGKILL. Commands inherit poolrun's environment (less its POOLRUN_*
-variables), plus $POOLRUN_JOB (the job id), and no open
+variables), plus $POOLRUN_JOB (the job id), $POOLRUN_THREADS (its
+threads:, 1 without), $POOLRUN_ATTEMPT (1, then 2 on the first retry,
+...) and $POOLRUN_RES_NAME for each of its resources: (NAME in upper
+case: $POOLRUN_RES_GPU), and no open
 file but standard input (from /dev/null), output and error. Ctrl-Z stops
 the commands with poolrun, and fg or bg continues them all. What a
 command starts in a session of its own (setsid) is killed (SIGKILL) once
@@ -143,8 +146,13 @@ within --mem SIZE (no limit without it). A job that does not fit waits,
 and so do the jobs after it (the oldest ready job starts first, and a
 large one is never passed over for ever); a job that asks for more than
 -j or --mem runs alone (poolrun says so). Sizes are powers of 1024: 512M,
-2G, 1.5GiB. With --listen, threads: and mem: are not counted (they bound
-one host, and the jobs run on several).
+2G, 1.5GiB. resources: {gpu: 1, licence: 2} counts named resources the
+same way, each against its limit: --resources gpu=2,licence=1 (or the
+flag given again), or the workflow's own resources: {gpu: 2} (the flag
+wins, name by name). A resource with a limit nowhere is not counted (as
+in Snakemake): give one to bound it. With --listen, threads:, mem: and
+resources: are not counted (they bound one host, and the jobs run on
+several).
 
 What the commands print reaches poolrun's standard output and error in
 whole lines, so that the lines of jobs that run at once never mix; on a

@@ -9,6 +9,9 @@ const workflowFields = `Workflow fields (any other key is an error):
                                  items; --set NAME=VALUE overrides it
   workdir: DIR                   optional: where the commands run and paths
                                  are read (default: FILE's folder)
+  resources: {NAME: N}           optional: the most of resource NAME (gpu,
+                                 licence) the running jobs take together;
+                                 --resources NAME=N wins; none: no limit
   items:                         optional: item name -> how to build it
     NAME:
       run: CMD                   builds the item at "$POOLRUN_ITEM"; a job
@@ -31,6 +34,8 @@ const workflowFields = `Workflow fields (any other key is an error):
       retry_delay: DURATION      wait that long before each new run
       threads: N                 it counts N (1 to 4096) against -j
       mem: SIZE                  and SIZE (512M, 2G, 1.5GiB) against --mem
+      resources: {NAME: N}       and N (0 or more) of NAME against its limit
+                                 (the command has $POOLRUN_RES_NAME)
       desc: TEXT                 what the entry's jobs do, for --list, as
                                  written (no ${var} in it is substituted)
   after, needs, inputs and outputs also take a single string: after: split

@@ -29,7 +29,10 @@
 //   - with the worker's environment (which is poolrun's) less every
 //     variable whose name begins with envPrefix (the engine's worker
 //     marker, engine.WorkerEnv, and whatever an outer poolrun set), plus
-//     [Options.Env], plus POOLRUN_JOB=<id>, plus POOLRUN_ITEM_<NAME>=<path>
+//     [Options.Env], plus POOLRUN_JOB=<id>, POOLRUN_THREADS=<threads:, 1
+//     without>, POOLRUN_ATTEMPT=<the run, from 1: engine.JobAttempt> and
+//     POOLRUN_RES_<NAME>=<amount> for each of its resources:
+//     ([workflow.ResourceEnv]), plus POOLRUN_ITEM_<NAME>=<path>
 //     for every item it needs ([workflow.EnvName]), plus the mark
 //     [OwnerEnv]: the tags (pid and start time) of the pool's process and
 //     of the worker, after the mark the pool's process bears itself when

@@ -10,8 +10,9 @@ import (
 )
 
 // A command's environment is a base, the same for every command of a run,
-// followed by the names poolrun sets for that command alone: jobEnv for
-// a job and the paths of its items ([workflow.EnvName]), or
+// followed by the names poolrun sets for that command alone: jobEnv,
+// threadsEnv, attemptEnv and its resources' for a job and the paths of
+// its items ([workflow.EnvName]), or
 // [workflow.ItemEnv] for an item's command. The base holds no entry of
 // those names, and no name twice, so that the whole needs no
 // deduplication when a command starts.
@@ -78,10 +79,13 @@ func buildEnv(environ []string, extra string) []string {
 }
 
 // perCommand reports whether poolrun sets the variable name for each
-// command: jobEnv, [workflow.ItemEnv] and the item paths, [OwnerEnv].
+// command: jobEnv, threadsEnv, attemptEnv, the resources'
+// ([workflow.ResourceEnvPrefix]), [workflow.ItemEnv] and the item paths,
+// [OwnerEnv].
 func perCommand(name string) bool {
-	return name == jobEnv || name == OwnerEnv || name == workflow.ItemEnv ||
-		strings.HasPrefix(name, workflow.ItemEnv+"_")
+	return name == jobEnv || name == threadsEnv || name == attemptEnv || name == OwnerEnv ||
+		name == workflow.ItemEnv || strings.HasPrefix(name, workflow.ItemEnv+"_") ||
+		strings.HasPrefix(name, workflow.ResourceEnvPrefix)
 }
 
 // dedupEnv returns env with each name once, set by its last entry, in

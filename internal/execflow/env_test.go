@@ -31,6 +31,9 @@ func TestEnv(t *testing.T) {
 	t.Setenv("POOLRUN_ITEM", "/outer/item")
 	t.Setenv("POOLRUN_ITEM_OUTER", "/outer/ref")
 	t.Setenv("POOLRUN_SOMETHING", "else")
+	t.Setenv("POOLRUN_THREADS", "99")
+	t.Setenv("POOLRUN_ATTEMPT", "7")
+	t.Setenv("POOLRUN_RES_TAPE", "9")
 	outer := "1.100:2.200 3.300:3.300" // an outer run nested in another
 	t.Setenv(execflow.OwnerEnv, outer)
 	for _, m := range modes {
@@ -52,6 +55,8 @@ items:
 jobs:
   - id: show
     needs: [ref-2]
+    threads: 3
+    resources: {gpu: 2, licence: 0}
     run: |
       sh -c 'ls -l /proc/$PPID/fd > "$LOG/fds"'
       ls -l /proc/$PPID/fd > "$LOG/parent-fds"
@@ -63,7 +68,7 @@ jobs:
 `)
 			logDir, root, dir := t.TempDir(), t.TempDir(), t.TempDir()
 			jobs, err := run(t, wf, m.workers, execflow.Options{
-				Dir: dir, Scratch: root, Env: []string{"LOG=" + logDir, "EXTRA=a=b", "EXECFLOW_TEST_INHERITED=overridden"},
+				Dir: dir, Scratch: root, Env: []string{"LOG=" + logDir, "EXTRA=a=b", "EXECFLOW_TEST_INHERITED=overridden", "POOLRUN_THREADS=5", "POOLRUN_RES_GPU=5"},
 			})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -74,6 +79,13 @@ jobs:
 			env := readEnv(t, filepath.Join(logDir, "env"))
 			if got := env["POOLRUN_JOB"]; got != "show" {
 				t.Errorf("POOLRUN_JOB=%q, want show", got)
+			}
+			// The job's threads, attempt and resources, whatever the
+			// environment and Options.Env said.
+			for k, want := range map[string]string{"POOLRUN_THREADS": "3", "POOLRUN_ATTEMPT": "1", "POOLRUN_RES_GPU": "2", "POOLRUN_RES_LICENCE": "0"} {
+				if got := env[k]; got != want {
+					t.Errorf("%s=%q, want %q", k, got, want)
+				}
 			}
 			item := env["POOLRUN_ITEM_REF_2"]
 			if rel, err := filepath.Rel(root, item); err != nil || !strings.HasPrefix(rel, "poolrun-") || strings.Count(rel, "/") != 1 {
@@ -91,8 +103,12 @@ jobs:
 			if v, ok := env[engine.WorkerEnv]; ok {
 				t.Errorf("the worker marker reached the command: %s=%q", engine.WorkerEnv, v)
 			}
+			if v, ok := env["POOLRUN_RES_TAPE"]; ok {
+				t.Errorf("the command inherited POOLRUN_RES_TAPE=%q", v)
+			}
 			for k, v := range env {
-				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_JOB" && k != "POOLRUN_ITEM_REF_2" && k != execflow.OwnerEnv {
+				if strings.HasPrefix(k, execflow.EnvPrefix) && k != "POOLRUN_JOB" && k != "POOLRUN_ITEM_REF_2" && k != execflow.OwnerEnv &&
+					k != "POOLRUN_THREADS" && k != "POOLRUN_ATTEMPT" && !strings.HasPrefix(k, "POOLRUN_RES_") {
 					t.Errorf("the command inherited %s=%q", k, v)
 				}
 			}

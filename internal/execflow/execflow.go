@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +23,15 @@ import (
 // queues, in events and errors.
 const funcName = "poolrun.exec"
 
-// jobEnv is the environment variable that holds a job's workflow id.
-const jobEnv = "POOLRUN_JOB"
+// The environment variables that tell a job's command about the job: its
+// workflow id, its threads: (1 if none) and which run of it this is (1
+// for the first, 2 for the first retry, as engine.JobAttempt has it).
+// Each named resource it takes has one too (workflow.ResourceEnv).
+const (
+	jobEnv     = "POOLRUN_JOB"
+	threadsEnv = "POOLRUN_THREADS"
+	attemptEnv = "POOLRUN_ATTEMPT"
+)
 
 // inPoolProcess reports whether this process is not a worker process that
 // a pool started: the pool's own, whose workers (serial mode,
@@ -126,6 +136,10 @@ type execArg struct {
 	Stdio     Stdio    // resolved: LogDir absolute
 	Outputs   *outputs // the job's declared outputs; nil if none
 	Globs     []string // its inputs that are patterns, as written
+	Threads   int      // its threads: field; 0 if none (it counts 1)
+	// ResEnv holds a POOLRUN_RES_NAME=N entry for each named resource it
+	// takes (workflow.ResourceEnv), in the order of the names.
+	ResEnv []string
 }
 
 var execFunc = engine.Register(funcName, runJob)
@@ -345,7 +359,11 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 			skip:    opts.Plan != nil && !opts.Plan.Runs(j.ID),
 			retries: -1,
 			delay:   j.RetryDelay,
-			cost:    engine.Resources{Slots: j.Threads, Memory: j.Mem},
+			cost:    engine.Resources{Slots: j.Threads, Memory: j.Mem, Named: j.Resources},
+		}
+		pl.arg.Threads = j.Threads
+		for _, name := range slices.Sorted(maps.Keys(j.Resources)) {
+			pl.arg.ResEnv = append(pl.arg.ResEnv, workflow.ResourceEnv(name)+"="+strconv.FormatInt(j.Resources[name], 10))
 		}
 		switch {
 		case j.Retries != nil:
@@ -414,7 +432,7 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 		if pl.retries > 0 {
 			jopts = append(jopts, engine.RetryFailures(pl.delay))
 		}
-		if pl.cost != (engine.Resources{}) {
+		if pl.cost.Slots != 0 || pl.cost.Memory != 0 || len(pl.cost.Named) > 0 {
 			jopts = append(jopts, engine.JobResources(pl.cost))
 		}
 		jobs[pl.arg.ID] = engine.Queue(p, execFunc, pl.arg, jopts...)
@@ -428,7 +446,9 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 // runJob is the registered function: it gets the job's items and runs its
 // command.
 func runJob(ctx context.Context, a execArg) (Result, error) {
-	env := append(commandEnv(strings.Join(a.Env, "\x00")), jobEnv+"="+a.ID)
+	env := append(commandEnv(strings.Join(a.Env, "\x00")), jobEnv+"="+a.ID,
+		threadsEnv+"="+strconv.Itoa(max(a.Threads, 1)), attemptEnv+"="+strconv.Itoa(max(engine.JobAttempt(ctx), 1)))
+	env = append(env, a.ResEnv...)
 	for _, ip := range a.Items {
 		path, err := items.Item(ip).Get(ctx)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // types and not here fails it. A job's Result crosses back the same way.
 
 // argVersion is the first byte of an encoded execArg.
-const argVersion = 3
+const argVersion = 4
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (a execArg) MarshalBinary() ([]byte, error) {
@@ -56,6 +56,8 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 		e.strs(o.Protect)
 	}
 	e.strs(a.Globs)
+	e.int(a.Threads)
+	e.strs(a.ResEnv)
 	return e.b, nil
 }
 
@@ -102,6 +104,8 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 		a.Outputs = o
 	}
 	a.Globs = d.strs()
+	a.Threads = d.int()
+	a.ResEnv = d.strs()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}

@@ -180,7 +180,7 @@ func (p *parser) read(data []byte) *Workflow {
 		return nil
 	}
 	fields, _ := p.fields(root, "workflow")
-	var jobs, items, vars, workdir *field
+	var jobs, items, vars, workdir, res *field
 	for i := range fields {
 		f := &fields[i]
 		switch f.key {
@@ -192,13 +192,18 @@ func (p *parser) read(data []byte) *Workflow {
 			vars = f
 		case "workdir":
 			workdir = f
+		case "resources":
+			res = f
 		default:
-			p.fail(f.keyLine, "unknown field %q (a workflow has jobs, items, vars and workdir)", f.key)
+			p.fail(f.keyLine, "unknown field %q (a workflow has jobs, items, vars, workdir and resources)", f.key)
 		}
 	}
 	p.readVars(vars, data)
 	p.readWorkdir(workdir)
 	w := &Workflow{File: p.file, Dir: p.workdir}
+	if res != nil {
+		w.Resources = p.namedResources(*res, "resources", true)
+	}
 	if items != nil {
 		w.Items = p.items(items)
 	}
@@ -483,7 +488,7 @@ func (e *entry) count() int {
 }
 
 // jobFields lists the fields of a job, for the error about another.
-const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem and desc"
+const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc"
 
 // entry reads one element of the jobs list. It returns nil, and sets
 // p.lost, when the entry has no usable id or foreach: the jobs it stands
@@ -545,6 +550,8 @@ func (p *parser) entry(n *yaml.Node) *entry {
 			e.limit = p.duration(f, name)
 		case "retries", "retry_delay", "threads", "mem":
 			p.resource(&e.res, f, name)
+		case "resources":
+			e.res.named = p.namedResources(f, name, false)
 		case "desc":
 			if f.value.Kind != yaml.ScalarNode || isNull(f.value) {
 				p.fail(f.value.Line, "%s: desc must be a string, not %s", name, describe(f.value))

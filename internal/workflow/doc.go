@@ -38,6 +38,13 @@
 //     are read: a folder relative to the workflow file's, or absolute,
 //     that must exist (${NAME} of vars expands in it). Without it, the
 //     workflow file's folder. It becomes [Workflow.Dir].
+//   - resources (optional): the limits of named resources, a mapping from
+//     name to the most of it that running jobs take together, a whole
+//     number 0 or more (resources: {gpu: 2, licence: 1}), into
+//     [Workflow.Resources]; poolrun run's --resources wins, name by name.
+//     A resource that a job takes and that has a limit nowhere is not
+//     counted: it has no limit (as in Snakemake). threads and mem are not
+//     named resources: their limits are -j and --mem.
 //
 // An item has one field, run: a command for sh -c that builds the item at
 // the path in $POOLRUN_ITEM (the constant [ItemEnv]). A worker runs it the
@@ -81,6 +88,14 @@
 //   - mem: the memory the command uses, a size (see [ParseSize]: 512M, 2G,
 //     1.5GiB; units are powers of 1024), into [Job.Mem]: poolrun run
 //     counts it against --mem.
+//   - resources: what the command takes of named resources, a mapping
+//     from name to a whole number 0 or more (resources: {gpu: 1}), into
+//     [Job.Resources]: poolrun run counts each against its limit (see the
+//     top level's resources), and the command finds the amount in
+//     [ResourceEnv](NAME), $POOLRUN_RES_ then NAME in upper case
+//     ($POOLRUN_RES_GPU). A name is a letter or _, then letters, digits
+//     or _; two names that differ only in case are refused, and so are
+//     threads and mem (the job's own fields).
 //   - desc: a line of text that says what the entry's jobs do, into
 //     [Job.Desc] as written (${...} is not substituted in it); poolrun run
 //     --list shows it.
@@ -326,7 +341,8 @@
 // Parse refuses, with the line of the offending text: YAML syntax errors; a
 // second YAML document in the file; unknown or repeated fields anywhere;
 // a job without id or run; a timeout that is not a duration of more than
-// zero; vars that is not a mapping of valid names to strings; a variable
+// zero; resources that are not a mapping of names to whole numbers 0 or
+// more, with a bad name, or naming threads or mem; vars that is not a mapping of valid names to strings; a variable
 // of [Options.Set] that is not a valid name, or that the file neither
 // declares nor uses (these have no line: FILE: --set NAME: ...); a run
 // command with a NUL byte (written "\0" in YAML, or from a value), which

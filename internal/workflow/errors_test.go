@@ -67,13 +67,13 @@ jobs:
   - {id: a, run: x}
 job:
   - {id: b, run: x}
-`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, vars and workdir)`},
+`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, vars, workdir and resources)`},
 		{name: "unknown job field", in: `
 jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem and desc)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -259,6 +259,62 @@ jobs:
     run: x
     retry_delay: 0s
 `, want: `wf.yaml:4: job "a": retry_delay "0s": want a duration of more than zero`},
+		{name: "resources not a mapping", in: `
+jobs:
+  - id: a
+    run: x
+    resources: gpu
+`, want: `wf.yaml:4: job "a": resources must be a mapping of resource names to whole numbers, such as {gpu: 1}, not "gpu"`},
+		{name: "negative resource", in: `
+jobs:
+  - id: a
+    run: x
+    resources: {gpu: -1}
+`, want: `wf.yaml:4: job "a": resources: gpu -1: want a whole number, 0 or more`},
+		{name: "fractional resource", in: `
+jobs:
+  - id: a
+    run: x
+    resources:
+      gpu: 1.5
+`, want: `wf.yaml:5: job "a": resources: gpu 1.5: want a whole number, 0 or more`},
+		{name: "bad resource name", in: `
+jobs:
+  - id: a
+    run: x
+    resources:
+      my-gpu: 1
+`, want: `wf.yaml:5: job "a": resources: "my-gpu" is not a resource name (a letter or _, then letters, digits or _)`},
+		{name: "threads as a resource", in: `
+jobs:
+  - id: a
+    run: x
+    resources:
+      threads: 2
+`, want: `wf.yaml:5: job "a": resources: threads is not a named resource: write it as the job's threads: field`},
+		{name: "mem as a workflow resource", in: `
+resources:
+  mem: 2
+jobs:
+  - id: a
+    run: x
+`, want: `wf.yaml:2: resources: mem is not a named resource: its limit is poolrun run's --mem`},
+		{name: "resource given twice", in: `
+resources:
+  gpu: 1
+  gpu: 2
+jobs:
+  - id: a
+    run: x
+`, want: `wf.yaml:3: resources: "gpu" given twice (first at line 2)`},
+		{name: "resources differing in case", in: `
+jobs:
+  - id: a
+    run: x
+    resources:
+      gpu: 1
+      GPU: 1
+`, want: `wf.yaml:6: job "a": resources: "gpu" and "GPU" differ only in case (both would be $POOLRUN_RES_GPU)`},
 		{name: "zero threads", in: `
 jobs:
   - id: a

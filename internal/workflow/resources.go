@@ -11,7 +11,8 @@ import (
 )
 
 // This file reads the fields of a job entry that say how to run it rather
-// than what it does: retries, retry_delay, threads and mem.
+// than what it does: retries, retry_delay, threads, mem and resources;
+// and the workflow's resources field, the limits of the named ones.
 
 // MaxRetries is the most retries a job may have: a command that fails
 // more often than that is not worth running again.
@@ -27,11 +28,12 @@ type resources struct {
 	delay   time.Duration
 	threads int
 	mem     int64
+	named   map[string]int64 // resources; shared by the entry's jobs
 }
 
 // job sets the fields of j that r holds, and returns j.
 func (r *resources) job(j *Job) *Job {
-	j.Retries, j.RetryDelay, j.Threads, j.Mem = r.retries, r.delay, r.threads, r.mem
+	j.Retries, j.RetryDelay, j.Threads, j.Mem, j.Resources = r.retries, r.delay, r.threads, r.mem, r.named
 	return j
 }
 
@@ -74,6 +76,83 @@ func (p *parser) resource(r *resources, f field, name string) {
 	} else {
 		r.retries = &v
 	}
+}
+
+// namedResources reads f, a resources field, of the job called name or (top) of
+// the workflow: a mapping of resource names to amounts, whole numbers 0
+// or more. It reports a mistake and returns nil for a field with one, and
+// for an empty mapping.
+func (p *parser) namedResources(f field, name string, top bool) map[string]int64 {
+	n := f.value
+	what := name + ": resources"
+	if top {
+		what = "resources"
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(n.Line, "%s must be a mapping of resource names to whole numbers, such as {gpu: 1}, not %s", what, describe(n))
+		return nil
+	}
+	fields, ok := p.fields(n, what)
+	named := make(map[string]int64, len(fields))
+	folded := make(map[string]string, len(fields)) // upper case -> name
+	for _, r := range fields {
+		v := r.value
+		switch {
+		case r.key == "threads" || r.key == "mem":
+			if top {
+				p.fail(r.keyLine, "%s: %s is not a named resource: its limit is poolrun run's %s", what, r.key, map[string]string{"threads": "-j", "mem": "--mem"}[r.key])
+			} else {
+				p.fail(r.keyLine, "%s: %s is not a named resource: write it as the job's %s: field", what, r.key, r.key)
+			}
+		case !ResourceName(r.key):
+			p.fail(r.keyLine, "%s: %q is not a resource name (a letter or _, then letters, digits or _)", what, r.key)
+		case folded[strings.ToUpper(r.key)] != "":
+			p.fail(r.keyLine, "%s: %q and %q differ only in case (both would be $%s)", what, folded[strings.ToUpper(r.key)], r.key, ResourceEnv(r.key))
+		case v.Kind != yaml.ScalarNode || isNull(v):
+			p.fail(v.Line, "%s: %s must be a whole number, 0 or more, not %s", what, r.key, describe(v))
+		default:
+			amount, err := strconv.ParseInt(v.Value, 10, 64)
+			if err != nil || amount < 0 {
+				p.fail(v.Line, "%s: %s %s: want a whole number, 0 or more", what, r.key, v.Value)
+				ok = false
+				continue
+			}
+			folded[strings.ToUpper(r.key)] = r.key
+			named[r.key] = amount
+			continue
+		}
+		ok = false
+	}
+	if !ok || len(named) == 0 {
+		return nil
+	}
+	return named
+}
+
+// ResourceName reports whether s may name a resource: a letter or _, then
+// letters, digits or _ (ASCII).
+func ResourceName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case '0' <= r && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ResourceEnvPrefix begins the name of the environment variable that holds
+// what a job takes of a named resource (see [ResourceEnv]).
+const ResourceEnvPrefix = "POOLRUN_RES_"
+
+// ResourceEnv returns the name of the environment variable that holds
+// what a job's command takes of the resource name: POOLRUN_RES_ then the
+// name in upper case, anything but a letter or digit as _ (as [EnvName]
+// for items): gpu is POOLRUN_RES_GPU.
+func ResourceEnv(name string) string {
+	return ResourceEnvPrefix + strings.TrimPrefix(EnvName(name), ItemEnv+"_")
 }
 
 // sizeUnits are the units ParseSize takes, in lower case, with their

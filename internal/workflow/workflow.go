@@ -44,6 +44,11 @@ type Workflow struct {
 	// it. "" when it is unknown (File's folder could not be made absolute).
 	Dir   string
 	Items []*Item // in file order; nil if the file has none
+	// Resources maps names of named resources to the most of each that
+	// the running jobs take together, from the workflow's resources field;
+	// nil if none. poolrun run's --resources wins, name by name. A
+	// resource with a limit nowhere has none.
+	Resources map[string]int64
 	// Jobs holds every job after foreach expansion, in file order except
 	// that each job comes after all the jobs it runs after (see the package
 	// documentation). It is never empty in a Workflow from Parse.
@@ -94,7 +99,13 @@ type Job struct {
 	// [ParseSize]); 0 if none. Running the workflow enforces both.
 	Threads int
 	Mem     int64
-	Line    int // line of the entry the job came from
+	// Resources maps the names of the named resources the job takes (the
+	// entry's resources field: resources: {gpu: 1}) to their amounts,
+	// counted against the limits of poolrun run's --resources or the
+	// workflow's own ([Workflow.Resources]); nil if none. The jobs of one
+	// entry share it: do not modify it.
+	Resources map[string]int64
+	Line      int // line of the entry the job came from
 	// EntryID is the id field of that entry as written, before any
 	// ${...} is substituted ("align-${i}"); Desc its desc field, as
 	// written, "" if none. Meant for listings (poolrun run --list).

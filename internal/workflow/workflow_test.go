@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -630,6 +631,49 @@ func TestParseSize(t *testing.T) {
 		got, err := workflow.ParseSize(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// A job's resources field and the workflow's: named amounts, shared by
+// the jobs of a foreach entry.
+func TestParseNamedResources(t *testing.T) {
+	wf, err := workflow.Parse("wf.yaml", []byte(`
+resources: {gpu: 2, licence: 0}
+jobs:
+  - id: a-${i}
+    foreach: {i: [1, 2]}
+    run: x
+    resources: {gpu: 1, scratch_disk: 30}
+  - id: b
+    run: x
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"gpu": 2, "licence": 0}; !maps.Equal(wf.Resources, want) {
+		t.Errorf("workflow resources %v, want %v", wf.Resources, want)
+	}
+	want := map[string]int64{"gpu": 1, "scratch_disk": 30}
+	for _, j := range wf.Jobs[:2] {
+		if !maps.Equal(j.Resources, want) {
+			t.Errorf("%s: resources %v, want %v", j.ID, j.Resources, want)
+		}
+	}
+	if r := wf.Jobs[2].Resources; r != nil {
+		t.Errorf("b: resources %v, want nil", r)
+	}
+}
+
+func TestResourceEnv(t *testing.T) {
+	for name, want := range map[string]string{"gpu": "POOLRUN_RES_GPU", "Scratch_disk2": "POOLRUN_RES_SCRATCH_DISK2", "_x": "POOLRUN_RES__X"} {
+		if got := workflow.ResourceEnv(name); got != want {
+			t.Errorf("ResourceEnv(%q) = %q, want %q", name, got, want)
+		}
+	}
+	for _, s := range []string{"", "1gpu", "a-b", "é", "a b"} {
+		if workflow.ResourceName(s) {
+			t.Errorf("ResourceName(%q) is true", s)
 		}
 	}
 }
