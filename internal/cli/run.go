@@ -354,6 +354,8 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var lf listFlags
 	lf.register(fs)
 	fs.Lookup("fail-fast").Usage = failFastText
+	fs.Lookup("jobs").Usage = fmt.Sprintf(runJobsText, maxWorkers)
+	fs.Lookup("quiet").Usage = "print no progress and no account at the end: only the messages of failed jobs, and the last line"
 	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -555,6 +557,10 @@ func (f *incrementalFlags) setFailFast(pf *poolFlags) error {
 }
 
 // failFastText is --fail-fast's text in poolrun run's help.
+// runJobsText is -j's usage under poolrun run, whose workers are
+// goroutines of poolrun that start the commands.
+const runJobsText = "run up to `N` jobs at once (0 to %d; a job's threads: count against N), each by a worker, a goroutine of poolrun (no more workers than jobs to run; 0: as --serial)"
+
 const failFastText = "start no job after a job has failed; the running ones finish (the default of poolrun run: see -k)"
 
 // lockWorkflow takes the lock of wf's file (execflow.LockWorkflow). A
