@@ -108,6 +108,9 @@ type Listener struct {
 
 	stopConns chan struct{}
 	connsDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error // the first Close's
 }
 
 // watchConns gives up the hosts whose agent's connection to the server has
@@ -183,8 +186,14 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 
 // Close stops the server and removes the join file. Workers that are still
 // connected (they joined as the pool ended, or still ask to join) are told
-// that the pool ended, and leave with no error.
+// that the pool ended, and leave with no error. Closing again does nothing
+// and returns what the first Close returned.
 func (l *Listener) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Listener) close() error {
 	close(l.stopConns)
 	<-l.connsDone
 	if l.nc.Publish(endSubject, nil) == nil {
