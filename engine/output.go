@@ -161,6 +161,49 @@ func startCopy(r *os.File, w io.Writer, keepTail bool) *outputCopy {
 // write (see pipecopy.Copy.End).
 func (c *outputCopy) end(deadline time.Time) { c.c.End(deadline) }
 
+// readCopy copies one output stream of a remote worker, as its transport
+// brings it (RemoteWorker.Stdout, Stderr), to a writer in whole lines.
+type readCopy struct {
+	r    io.ReadCloser
+	done chan struct{} // closed once the last write has been made
+}
+
+// startReadCopy starts copying r to w until r ends.
+func startReadCopy(r io.ReadCloser, w io.Writer) *readCopy {
+	c := &readCopy{r: r, done: make(chan struct{})}
+	lw := newLineWriter(w)
+	go func() {
+		defer close(c.done)
+		defer lw.flush()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				lw.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// end waits until deadline for the end of the stream, then closes it (a
+// Read that waits returns) and returns once the copy has made its last
+// write.
+func (c *readCopy) end(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.r.Close()
+		<-c.done
+	}
+	c.r.Close()
+}
+
 // last returns the last few non-empty lines of the tail kept, or "".
 func (c *outputCopy) last() string {
 	if c == nil || c.tail == nil {

@@ -13,7 +13,7 @@ import (
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 10
+	protoVersion = 11
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.

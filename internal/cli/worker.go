@@ -99,7 +99,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := j.CheckOutputs(); err != nil {
 		return fmt.Errorf("poolrun worker: not joining: %w", err)
 	}
-	return cluster.Agent(ctx, *joinFile, *n, stdout, stderr)
+	return cluster.Agent(ctx, *joinFile, *n, stderr)
 }
 
 // checkListen checks --listen and --join-file: both or neither, and an
