@@ -16,7 +16,9 @@ import (
 // pipes to this process, each copied by a goroutine to the pool's
 // WorkerOutput writers in whole lines (lineWriter); the stderr copy also
 // keeps the stream's tail, which the error of a crash loop quotes. In
-// serial mode a job finds the same line writers through JobOutput.
+// serial mode a job finds the same line writers through JobOutput. A
+// remote worker's output comes from its transport (RemoteWorker.Stdout,
+// Stderr) and is copied the same way (readCopy).
 
 // outputDrain is how long, after a worker process has ended, the parent
 // waits for the end of its output: processes the worker started and left
@@ -62,8 +64,10 @@ type jobOutput struct {
 // JobOutput returns where a job that runs with ctx should print so that
 // what it prints reaches the pool's [WorkerOutput] writers in whole lines:
 // in a worker process, the process's standard output and error (os.Stdout
-// and os.Stderr, which are pipes to the pool's process); in serial mode,
-// writers that pass whole lines on to the pool's writers; with a context
+// and os.Stderr, which are pipes to the pool's process, or to the host
+// agent that passes them on to it); in serial mode, and in a worker of
+// [Serve] with [ServeOutput], writers that pass whole lines on to the
+// pool's writers (or ServeOutput's); with a context
 // that is no job's, os.Stdout and os.Stderr. A job that prints to
 // os.Stdout itself in serial mode bypasses the pool's writers.
 func JobOutput(ctx context.Context) (stdout, stderr io.Writer) {
