@@ -51,7 +51,7 @@ func roleClusterAgent() int {
 		opts = append(opts, cluster.InProcess())
 	}
 	if err == nil {
-		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr, opts...)
+		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, os.Stderr, opts...)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: cluster agent:", err)

@@ -60,7 +60,7 @@ import (
 // without the pool's word that it ended (the pool killed, say), it kills
 // its workers' commands, terminates its workers and returns an error. The
 // agent's workers die with its process (a parent-death signal).
-func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer, opts ...AgentOption) error {
+func Agent(ctx context.Context, joinFile string, n int, stderr io.Writer, opts ...AgentOption) error {
 	if n < 1 {
 		return fmt.Errorf("cluster: an agent of %d workers", n)
 	}
@@ -93,7 +93,7 @@ func Agent(ctx context.Context, joinFile string, n int, stdout, stderr io.Writer
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a := &agent{
-		s: s, capacity: answer.Capacity, stdout: stdout, stderr: stderrOr(stderr),
+		s: s, capacity: answer.Capacity, stderr: stderrOr(stderr),
 		up:         newSender(newStreamWriter(s.nc, hostSubject(id, "up"))),
 		start:      start,
 		fenceAfter: answer.Silence / 2,
@@ -194,10 +194,10 @@ func stderrOr(w io.Writer) io.Writer {
 
 // An agent is the agent's side of a host: its workers, by slot.
 type agent struct {
-	s              *session
-	capacity       int
-	stdout, stderr io.Writer
-	up             *sender
+	s        *session
+	capacity int
+	stderr   io.Writer // what the agent itself says
+	up       *sender
 
 	// starting holds a token per worker process that has started but not
 	// yet spoken (its handshake): a host starts at most as many at a
@@ -231,8 +231,9 @@ type agentWorker struct {
 	win       *shm.Window           // the goroutine's window
 	cancel    context.CancelFunc    // ends the goroutine's serving
 	jobs, ctl *pipe
-	killed    atomic.Bool // by the agent, for the pool
-	refused   atomic.Bool // by the pool, which no longer admits workers
+	out       *agentOutput // what it prints, to the pool
+	killed    atomic.Bool  // by the agent, for the pool
+	refused   atomic.Bool  // by the pool, which no longer admits workers
 }
 
 // read reads what the pool sends until the stream ends, and returns why
@@ -284,6 +285,8 @@ func (a *agent) read(down io.Reader) error {
 				w.refused.Store(true)
 				w.kill()
 			}
+		case recGrant:
+			w.out.grant(payload)
 		case recWin:
 			p, err := decodePart(payload)
 			if err != nil {
@@ -454,14 +457,17 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 	var startOnce sync.Once
 	started := func() { startOnce.Do(func() { <-a.starting }) }
 	defer started()
-	wp, err := engine.StartWorkerProcess(a.capacity, a.stdout, a.stderr)
+	// What it prints goes to the pool, once the pool knows of it.
+	slot := a.slots.Add(1)
+	out := newAgentOutput(a.up, slot)
+	defer out.close()
+	wp, err := engine.StartWorkerProcess(a.capacity, out.stream(recOut), out.stream(recErr))
 	if err != nil {
 		return false, err
 	}
 	// Its tag, read before it is reaped, names its commands once it has
 	// gone.
-	w := &agentWorker{wp: wp, tag: spawn.Tag(wp.PID()), jobs: newPipe(), ctl: newPipe()}
-	slot := a.slots.Add(1)
+	w := &agentWorker{wp: wp, tag: spawn.Tag(wp.PID()), jobs: newPipe(), ctl: newPipe(), out: out}
 	a.mu.Lock()
 	a.workers[slot] = w
 	wp.Lease(a.leaseEnd()) // ended already, if the agent is fenced
@@ -489,10 +495,15 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 		}
 	}()
 	a.up.put(recOpen, slot, binary.AppendUvarint(nil, uint64(wp.PID())))
+	out.opened()
 	select {
 	case err = <-ended:
 	case <-ctx.Done():
 		wp.Terminate(2 * time.Second)
+		// Its last output goes to a pool that still reads it; one that
+		// does not holds up the worker's end no longer than that.
+		t := time.AfterFunc(2*time.Second, out.close)
+		defer t.Stop()
 		err = <-ended
 	}
 	if err != nil {
@@ -572,13 +583,19 @@ func (a *agent) serveGoroutine(ctx context.Context) (stopped bool, err error) {
 	defer win.Close()
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &agentWorker{win: win, cancel: cancel, jobs: newPipe(), ctl: newPipe()}
 	slot := a.slots.Add(1)
+	out := newAgentOutput(a.up, slot)
+	w := &agentWorker{win: win, cancel: cancel, jobs: newPipe(), ctl: newPipe(), out: out}
 	a.mu.Lock()
 	a.workers[slot] = w
 	a.mu.Unlock()
 	a.up.put(recOpen, slot, binary.AppendUvarint(nil, uint64(os.Getpid())))
-	err = engine.Serve(wctx, w.jobs, replyWriter{a.up, slot}, w.ctl, engine.NewWindowReader(win), engine.OwnCache())
+	out.opened()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*time.Second, out.close) })
+	err = engine.Serve(wctx, w.jobs, replyWriter{a.up, slot}, w.ctl, engine.NewWindowReader(win),
+		engine.OwnCache(), engine.ServeOutput(out.stream(recOut), out.stream(recErr)))
+	stop()
+	out.close()
 	a.mu.Lock()
 	delete(a.workers, slot)
 	a.mu.Unlock()

@@ -74,6 +74,17 @@
 // with a message that names both builds. [Dial] connects to a pool as an
 // agent does, for tools that look into a live pool.
 //
+// What the agent's workers print (their jobs' output, their own
+// messages) goes to the pool, which writes it to its engine.WorkerOutput
+// writers as a local worker's: in whole lines, standard output and error
+// apart, an unfinished last line as it is when the worker ends. The
+// agent's stderr holds only what the agent says. An agent sends at most
+// 1 MiB of a worker's output beyond what the pool has written; a job that
+// prints faster than the pool's writers take it waits in its write, as
+// over a pipe, and the pool holds at most that much of each worker's
+// output. A worker goroutine ([InProcess]) prints so through
+// engine.JobOutput.
+//
 // The agent replaces a worker process that dies while the pool runs (the
 // pool Aborts its running job, or runs it again with retries, as for a
 // local worker); a worker that the pool kills (its job past its timeout, a
@@ -98,7 +109,8 @@
 // carries a byte stream of records: a record names one of the agent's
 // workers by a slot number and carries a piece of one of the pipe
 // protocol's streams (its jobs, its control, its replies), its window's
-// set, its start or its end; pings belong to the host. A stream is cut
+// set, its start or its end, what it printed and the pool's grants of
+// output credit; pings belong to the host. A stream is cut
 // into NATS messages of at most 1 MiB, each with its sequence number, with
 // flow control (see Limits); a missing message ends the stream, and the
 // host is lost, as a worker whose pipe broke. These are plain NATS subjects, not a JetStream work

@@ -36,7 +36,7 @@ func ExampleListen() {
 		jobs = append(jobs, engine.Queue(p, double, i+1))
 	}
 	worker := make(chan error, 1)
-	go func() { worker <- cluster.Agent(context.Background(), joinFile, 1, nil, nil) }()
+	go func() { worker <- cluster.Agent(context.Background(), joinFile, 1, nil) }()
 	if err := p.Run(context.Background()); err != nil {
 		fmt.Println(err)
 		return

@@ -31,7 +31,20 @@ const (
 	recReply                 // up: bytes of the worker's replies stream
 	recEnd                   // up: the worker ended; payload: why, "" for a clean exit
 	recPing                  // up: the agent lives; payload: when (uvarint ns after its start). Down: its echo
+	recOut                   // up: whole lines the worker printed on its standard output (see outputWindow)
+	recErr                   // up: the same of its standard error
+	recGrant                 // down: the pool has passed on that many more bytes of the worker's output (uvarint)
 )
+
+// outputWindow is how many bytes of a worker's output (recOut and
+// recErr together) its agent sends beyond what the pool has said it
+// passed on (recGrant): the pool holds at most that much of the output
+// of each remote worker, and a job that prints faster than the pool's
+// writers take it waits in its write, as over a pipe to a terminal. The
+// pool says so each time it has passed on a quarter of the window, and
+// whenever it has passed on all that came: an agent waits only while a
+// window is on its way.
+const outputWindow = 1 << 20
 
 // What a recClose says: the worker's jobs end, and it goes; or it is
 // killed at once; or the pool, which no longer runs, did not admit it
@@ -260,14 +273,26 @@ func newPipe() *pipe {
 	return p
 }
 
-// write appends b, which the pipe keeps.
-func (p *pipe) write(b []byte) {
+// write appends b, which the pipe keeps, and reports whether it did: a
+// pipe that was ended or closed drops it.
+func (p *pipe) write(b []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.err == nil && !p.closed && len(b) > 0 {
+	if p.err != nil || p.closed {
+		return false
+	}
+	if len(b) > 0 {
 		p.bufs = append(p.bufs, b)
 		p.cond.Signal()
 	}
+	return true
+}
+
+// empty reports whether the pipe holds nothing to read.
+func (p *pipe) empty() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.bufs) == 0
 }
 
 // end makes the reader read err (io.EOF for a clean end) after what was

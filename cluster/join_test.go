@@ -166,3 +166,21 @@ func TestListenerHoldsJoinFile(t *testing.T) {
 		})
 	}
 }
+
+// TestListenerCloseTwice: a second Close of a Listener does nothing and
+// returns what the first returned (it panicked, closing a closed channel).
+func TestListenerCloseTwice(t *testing.T) {
+	l, err := cluster.Listen("", filepath.Join(t.TempDir(), "run.join"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l.Close()
+	if first != nil {
+		t.Fatalf("Close: %v", first)
+	}
+	for range 2 {
+		if err := l.Close(); err != first {
+			t.Errorf("Close again: %v, want %v as the first", err, first)
+		}
+	}
+}

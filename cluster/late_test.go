@@ -74,7 +74,7 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	defer l.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envJoin+"="+joinFile, envLate+"="+late.String())
-	var stderr proctest.Buffer
+	var stderr proctest.Buffer // the agent's; its worker's goes to the pool's
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,8 @@ func testLateWindow(t *testing.T, late time.Duration) {
 		}
 	}()
 
-	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
+	var workerErr proctest.Buffer
+	p := engine.New(engine.RemoteOnly(time.Minute), l.Option(), engine.WorkerOutput(os.Stdout, &workerErr))
 	a := engine.Queue(p, useLate, struct{}{}, engine.Needs(lateItem))
 	var c *engine.Job[lateReport]
 	p.Go(func(ctx context.Context) error {
@@ -128,14 +129,14 @@ func testLateWindow(t *testing.T, late time.Duration) {
 	if !rc.Had || rc.Builds != 1 {
 		t.Errorf("C found X resident: %v, builds of X in the worker: %d; want true, 1: the worker evicted X on a stale set", rc.Had, rc.Builds)
 	}
-	if s := stderr.String(); s != "" {
+	if s := stderr.String() + workerErr.String(); s != "" {
 		t.Logf("the agent and its worker said:\n%s", s)
 	}
-	behind := strings.Contains(stderr.String(), "the window did not reach the job's generation in time")
+	behind := strings.Contains(workerErr.String(), "the window did not reach the job's generation in time")
 	switch {
 	case late < time.Second/2 && behind:
-		t.Errorf("with a window %v late the worker gave up waiting for it:\n%s", late, stderr.String())
+		t.Errorf("with a window %v late the worker gave up waiting for it:\n%s", late, workerErr.String())
 	case late > time.Second/2 && !behind:
-		t.Errorf("with a window %v late the worker did not say that it could not see the job's set:\n%s", late, stderr.String())
+		t.Errorf("with a window %v late the worker did not say, on the pool's stderr, that it could not see the job's set:\n%s", late, workerErr.String())
 	}
 }

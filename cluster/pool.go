@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,6 +109,9 @@ type Listener struct {
 
 	stopConns chan struct{}
 	connsDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error // the first Close's
 }
 
 // watchConns gives up the hosts whose agent's connection to the server has
@@ -183,8 +187,14 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 
 // Close stops the server and removes the join file. Workers that are still
 // connected (they joined as the pool ended, or still ask to join) are told
-// that the pool ended, and leave with no error.
+// that the pool ended, and leave with no error. Closing again does nothing
+// and returns what the first Close returned.
 func (l *Listener) Close() error {
+	l.closeOnce.Do(func() { l.closeErr = l.close() })
+	return l.closeErr
+}
+
+func (l *Listener) close() error {
 	close(l.stopConns)
 	<-l.connsDone
 	if l.nc.Publish(endSubject, nil) == nil {
@@ -309,8 +319,17 @@ type remoteHost struct {
 
 // A hostSlot is one of a host's workers, on the pool's side.
 type hostSlot struct {
-	replies *pipe
-	win     *workerWindow
+	replies        *pipe
+	stdout, stderr *pipe // what it prints (output.go)
+	win            *workerWindow
+}
+
+// ends ends the worker's streams: the replies with why, its output with
+// io.EOF, after what came of it.
+func (s *hostSlot) ends(why error) {
+	s.replies.end(why)
+	s.stdout.end(io.EOF)
+	s.stderr.end(io.EOF)
 }
 
 // serve reads the host's records until its stream ends, and watches its
@@ -337,6 +356,8 @@ func (h *remoteHost) serve() {
 			if s != nil {
 				s.replies.write(payload)
 			}
+		case recOut, recErr:
+			h.output(slot, kind, payload)
 		case recEnd:
 			h.mu.Lock()
 			s := h.slots[slot]
@@ -347,7 +368,7 @@ func (h *remoteHost) serve() {
 				if len(payload) > 0 {
 					why = errors.New(string(payload))
 				}
-				s.replies.end(why)
+				s.ends(why)
 			}
 		case recPing:
 			h.echo(payload)
@@ -358,10 +379,37 @@ func (h *remoteHost) serve() {
 	}
 }
 
+// output passes a record of what the worker of slot printed to its pipe,
+// for the pool to read; what no pipe takes (the worker has ended, or the
+// pool no longer reads) is dropped, and its credit granted at once, so
+// that the agent does not wait for it.
+func (h *remoteHost) output(slot uint64, kind byte, payload []byte) {
+	h.mu.Lock()
+	s := h.slots[slot]
+	h.mu.Unlock()
+	p := (*pipe)(nil)
+	if s != nil {
+		p = s.stdout
+		if kind == recErr {
+			p = s.stderr
+		}
+	}
+	if p == nil || !p.write(payload) {
+		h.grant(slot, len(payload))
+	}
+}
+
+// grant tells the agent that the pool has passed on n more bytes of the
+// output of its worker of slot.
+func (h *remoteHost) grant(slot uint64, n int) {
+	h.down.put(recGrant, slot, binary.AppendUvarint(nil, uint64(n)))
+}
+
 // open admits the host's worker of slot to the pool.
 func (h *remoteHost) open(slot uint64) {
-	s := &hostSlot{replies: newPipe()}
+	s := &hostSlot{replies: newPipe(), stdout: newPipe(), stderr: newPipe()}
 	s.win = &workerWindow{host: h, slot: slot, capacity: h.p.WindowCapacity()}
+	credit := &slotCredit{h: h, slot: slot}
 	h.mu.Lock()
 	if h.ended || h.slots[slot] != nil {
 		h.mu.Unlock()
@@ -376,6 +424,8 @@ func (h *remoteHost) open(slot uint64) {
 		Window:  s.win,
 		Host:    h.name,
 		Kill:    func() { h.down.put(recClose, slot, []byte{closeKill}) },
+		Stdout:  slotOutput{s.stdout, credit},
+		Stderr:  slotOutput{s.stderr, credit},
 	})
 	if err != nil {
 		h.mu.Lock()
@@ -451,7 +501,7 @@ func (h *remoteHost) endIf(cond func() bool, why error) bool {
 		replyErr = fmt.Errorf("its host %s was given up: %w", h.name, why)
 	}
 	for _, s := range slots {
-		s.replies.end(replyErr)
+		s.ends(replyErr)
 	}
 	h.up.Close()
 	if replyErr == io.EOF {

@@ -130,7 +130,7 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv(envAgent); f != "" {
 		// As poolrun worker -j 2: SIGTERM asks the agent to leave.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		err := cluster.Agent(ctx, f, 2, nil, nil)
+		err := cluster.Agent(ctx, f, 2, nil)
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test agent:", err)
@@ -139,7 +139,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if f := os.Getenv(envAgentInProcess); f != "" {
-		err := cluster.Agent(context.Background(), f, 3, nil, nil, cluster.InProcess())
+		err := cluster.Agent(context.Background(), f, 3, nil, cluster.InProcess())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test agent:", err)
 			os.Exit(1)
@@ -149,7 +149,7 @@ func TestMain(m *testing.M) {
 	if f := os.Getenv(envJoin); f != "" {
 		// As poolrun worker -j 1: SIGTERM asks the agent to leave.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-		err := cluster.Agent(ctx, f, 1, nil, nil)
+		err := cluster.Agent(ctx, f, 1, nil)
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "test worker:", err)

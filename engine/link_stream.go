@@ -34,6 +34,13 @@ type RemoteWorker struct {
 	// its job started. Without it the pool closes the streams, and a
 	// worker stuck in a job goes on with it.
 	Kill func()
+	// Stdout and Stderr, if not nil, are what the worker prints, as its
+	// transport brings it: the pool writes them to its [WorkerOutput]
+	// writers in whole lines, as a worker process's output, until they
+	// end. Once the worker's Replies have ended, the pool waits a quarter
+	// of a second for their end, then closes them. Nil: what the worker
+	// prints stays where it runs.
+	Stdout, Stderr io.ReadCloser
 }
 
 // Admit adds w to the running pool: the pool sends it the handshake, and
@@ -51,7 +58,7 @@ func (p *Pool) Admit(w RemoteWorker) error {
 	if s == nil || p.state != PoolRunning {
 		return errors.New("engine: Admit: the pool is not running")
 	}
-	s.admitted[newStreamLink(w, p.cfg.workerParams(), s.msgs)] = true
+	s.admitted[newStreamLink(w, p.cfg.workerParams(), p.cfg.output, s.msgs)] = true
 	return nil
 }
 
@@ -64,15 +71,28 @@ type streamLink struct {
 }
 
 // newStreamLink starts the conversation with w: the handshake, then what
-// the worker says goes to out, with w's host and window in its hello.
-func newStreamLink(w RemoteWorker, params workerParams, out chan<- msg) *streamLink {
+// the worker says goes to out, with w's host and window in its hello;
+// what it prints goes to output.
+func newStreamLink(w RemoteWorker, params workerParams, output workerOutput, out chan<- msg) *streamLink {
 	l := &streamLink{kill: w.Kill}
 	l.init(l, w.Jobs, w.Control, w.Replies, params)
 	l.begin(0)
+	var copies []*readCopy
+	if w.Stdout != nil {
+		copies = append(copies, startReadCopy(w.Stdout, output.out()))
+	}
+	if w.Stderr != nil {
+		copies = append(copies, startReadCopy(w.Stderr, output.err()))
+	}
 	go func() {
 		err := l.read(out, hello{host: w.Host, win: w.Window})
 		l.close()
 		l.r.Close()
+		// Nothing it printed comes after its end is reported.
+		drained := time.Now().Add(outputDrain)
+		for _, c := range copies {
+			c.end(drained)
+		}
 		why := errors.New("its connection ended")
 		if err != io.EOF {
 			why = fmt.Errorf("its connection ended: %w", err)

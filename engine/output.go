@@ -16,7 +16,9 @@ import (
 // pipes to this process, each copied by a goroutine to the pool's
 // WorkerOutput writers in whole lines (lineWriter); the stderr copy also
 // keeps the stream's tail, which the error of a crash loop quotes. In
-// serial mode a job finds the same line writers through JobOutput.
+// serial mode a job finds the same line writers through JobOutput. A
+// remote worker's output comes from its transport (RemoteWorker.Stdout,
+// Stderr) and is copied the same way (readCopy).
 
 // outputDrain is how long, after a worker process has ended, the parent
 // waits for the end of its output: processes the worker started and left
@@ -62,8 +64,10 @@ type jobOutput struct {
 // JobOutput returns where a job that runs with ctx should print so that
 // what it prints reaches the pool's [WorkerOutput] writers in whole lines:
 // in a worker process, the process's standard output and error (os.Stdout
-// and os.Stderr, which are pipes to the pool's process); in serial mode,
-// writers that pass whole lines on to the pool's writers; with a context
+// and os.Stderr, which are pipes to the pool's process, or to the host
+// agent that passes them on to it); in serial mode, and in a worker of
+// [Serve] with [ServeOutput], writers that pass whole lines on to the
+// pool's writers (or ServeOutput's); with a context
 // that is no job's, os.Stdout and os.Stderr. A job that prints to
 // os.Stdout itself in serial mode bypasses the pool's writers.
 func JobOutput(ctx context.Context) (stdout, stderr io.Writer) {
@@ -160,6 +164,49 @@ func startCopy(r *os.File, w io.Writer, keepTail bool) *outputCopy {
 // the pipe holds, closes it and returns once the copy has made its last
 // write (see pipecopy.Copy.End).
 func (c *outputCopy) end(deadline time.Time) { c.c.End(deadline) }
+
+// readCopy copies one output stream of a remote worker, as its transport
+// brings it (RemoteWorker.Stdout, Stderr), to a writer in whole lines.
+type readCopy struct {
+	r    io.ReadCloser
+	done chan struct{} // closed once the last write has been made
+}
+
+// startReadCopy starts copying r to w until r ends.
+func startReadCopy(r io.ReadCloser, w io.Writer) *readCopy {
+	c := &readCopy{r: r, done: make(chan struct{})}
+	lw := newLineWriter(w)
+	go func() {
+		defer close(c.done)
+		defer lw.flush()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				lw.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// end waits until deadline for the end of the stream, then closes it (a
+// Read that waits returns) and returns once the copy has made its last
+// write.
+func (c *readCopy) end(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.r.Close()
+		<-c.done
+	}
+	c.r.Close()
+}
 
 // last returns the last few non-empty lines of the tail kept, or "".
 func (c *outputCopy) last() string {

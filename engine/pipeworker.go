@@ -212,6 +212,7 @@ type ServeOption func(*serveConfig)
 
 type serveConfig struct {
 	ownCache bool
+	output   *jobOutput // nil: os.Stdout and os.Stderr
 }
 
 // OwnCache makes the worker's jobs use a cache of their own rather than
@@ -220,6 +221,20 @@ type serveConfig struct {
 // holding its items apart, as the pool's scheduler assumes.
 func OwnCache() ServeOption {
 	return func(c *serveConfig) { c.ownCache = true }
+}
+
+// ServeOutput makes what the worker's jobs print through [JobOutput] go
+// to stdout and stderr, in whole lines (as [WorkerOutput] says), rather
+// than to this process's os.Stdout and os.Stderr: for a process that
+// serves several workers with Serve and passes their output on (package
+// cluster's agent, to the pool). A nil writer panics.
+func ServeOutput(stdout, stderr io.Writer) ServeOption {
+	if stdout == nil || stderr == nil {
+		panic("engine: ServeOutput with a nil writer")
+	}
+	return func(c *serveConfig) {
+		c.output = &jobOutput{stdout: newLineWriter(stdout), stderr: newLineWriter(stderr)}
+	}
 }
 
 // Serve serves a pool as a worker it did not start: the pipe protocol's
@@ -249,6 +264,11 @@ func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Re
 	if c, ok := jobs.(io.Closer); ok {
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		defer stop()
+	}
+	if o := cfg.output; o != nil {
+		ctx = context.WithValue(ctx, jobOutputKey{}, o)
+		defer o.stderr.flush()
+		defer o.stdout.flush()
 	}
 	cache, heap := cachepool.Default(), ownHeap
 	if cfg.ownCache {

@@ -175,7 +175,7 @@ const (
 func roleRemoteWorker() int {
 	n, err := strconv.Atoi(os.Getenv(envAgentWorkers))
 	if err == nil {
-		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, nil, os.Stderr)
+		err = cluster.Agent(context.Background(), os.Getenv(envJoin), n, os.Stderr)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test host agent:", err)

@@ -161,7 +161,13 @@ terminal they show above the progress bar. --tag prefixes each line with
 terminal; --tag=false turns it off). --log-dir DIR writes each job's
 standard output and error to DIR/JOB-ID.out and DIR/JOB-ID.err instead
 (emptied when the job starts; a job id with a / in it has %2F there), and
-the end of the run says where they are. -v (--verbose) prints
+the end of the run says where they are. With --listen, a remote job's
+output reaches this poolrun's standard output and error (tagged, or
+above the progress bar) as a local job's does, not the terminal of
+poolrun worker; with --log-dir, workers on other hosts write the logs
+themselves, so DIR must be on storage that every host sees at the same
+path, as the working folder (a worker that cannot write in it is
+refused when it joins). -v (--verbose) prints
 each command as it starts, each of its lines after [JOB-ID], on standard
 output, before what it prints (with --log-dir too): make echoes its
 commands there, so that poolrun run -v wf.yaml > log holds each command
@@ -458,7 +464,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// wait for the commands in the network poller (no worker process
 	// relays them).
 	s.inProcess = true
-	if err := s.listen(sharedFolders(wf)...); err != nil {
+	if err := s.listen(sharedFolders(wf, opts.Stdio.LogDir)...); err != nil {
 		return err
 	}
 	defer s.closeListener()
@@ -890,15 +896,20 @@ func unjoin(err error) []error {
 
 // sharedFolders are the folders of a run that remote workers write in,
 // absolute: the workflow's working folder (where the commands run, and
-// against which inputs: and outputs: are read) and, where it differs, the
-// workflow file's folder (where the state file is).
-func sharedFolders(wf *workflow.Workflow) []string {
+// against which inputs: and outputs: are read), the workflow file's folder
+// (where the state file is) and the log folder of --log-dir (logDir,
+// absolute, or ""), where the commands write their output; each once.
+func sharedFolders(wf *workflow.Workflow, logDir string) []string {
 	var dirs []string
-	if wf.Dir != "" {
-		dirs = append(dirs, wf.Dir)
+	add := func(d string) {
+		if d != "" && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
-	if d, err := filepath.Abs(filepath.Dir(wf.File)); err == nil && (len(dirs) == 0 || d != dirs[0]) {
-		dirs = append(dirs, d)
+	add(wf.Dir)
+	if d, err := filepath.Abs(filepath.Dir(wf.File)); err == nil {
+		add(d)
 	}
+	add(logDir)
 	return dirs
 }

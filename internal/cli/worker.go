@@ -39,7 +39,14 @@ it cannot. Items are built in each worker's scratch folder on this host.
 This process is the host's agent: it holds the one connection to the
 pool, starts the N worker processes, relays their jobs and replies, and
 writes each worker's window (which items it must keep) in shared memory,
-which the workers read without asking, as on the pool's host. A worker
+which the workers read without asking, as on the pool's host.
+
+What the jobs print goes to the pool, which shows it as a local job's
+output (on its standard output and error, tagged with its --tag, or in
+its --log-dir, which the workers write themselves and must see at the
+same path); this process prints only what the agent does: a worker
+replaced, the pool silent or lost, errors. A job that prints faster than
+the pool's terminal takes it waits, as over a pipe. A worker
 process that dies is replaced while the pool runs (its running job is
 Aborted, or run again with --retries); when five in a row die within 10 s
 of their start, the agent gives up (exit status 1). Run one agent per
@@ -99,7 +106,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := j.CheckOutputs(); err != nil {
 		return fmt.Errorf("poolrun worker: not joining: %w", err)
 	}
-	return cluster.Agent(ctx, *joinFile, *n, stdout, stderr)
+	return cluster.Agent(ctx, *joinFile, *n, stderr)
 }
 
 // checkListen checks --listen and --join-file: both or neither, and an
