@@ -267,6 +267,7 @@ var killsItsWorker = engine.Register("cluster_test.kills-its-worker", func(ctx c
 // soon after its start, gives up after five and exits with an error that
 // says so; the pool, left without workers, fails.
 func TestAgentGivesUp(t *testing.T) {
+	t.Parallel()
 	joinFile := filepath.Join(t.TempDir(), "run.join")
 	l, err := cluster.Listen("", joinFile)
 	if err != nil {

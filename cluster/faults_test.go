@@ -123,6 +123,7 @@ func TestAgentKilledNoRetries(t *testing.T) {
 // on beside its retry: the job succeeds on another worker, and the
 // stopped worker's process is gone soon after.
 func TestStoppedWorkerFenced(t *testing.T) {
+	t.Parallel()
 	l, agents := agentPool(t, 1)
 	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(1), engine.SilenceLimit(2*time.Second), l.Option())
 	mark := filepath.Join(t.TempDir(), "started")
@@ -307,6 +308,7 @@ func (r *fencedRun) silence(t *testing.T) map[int]string {
 // nothing from the pool, stops its workers (their jobs cannot run on
 // beside a retry), and continues them when the pool speaks again.
 func TestStoppedPool(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("stops a pool for 11 s")
 	}
@@ -352,6 +354,7 @@ const silentFor = 10 * time.Second
 // own, inside the agent's session) is orphaned by the agent's death with
 // stopped members, which get SIGHUP and SIGCONT.
 func TestAgentKilledWhileFenced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits 5 s for the agent to stop its workers")
 	}

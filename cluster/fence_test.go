@@ -259,6 +259,7 @@ func TestWorkerKilledFenced(t *testing.T) {
 // exits with status 1, saying why. The stall is a TCP relay between the
 // agent and the pool's server, paused, then resumed.
 func TestStalledHostFenced(t *testing.T) {
+	t.Parallel()
 	r := startRetryRun(t, groupLoop)
 	j, err := cluster.ReadJoinFile(r.joinFile)
 	if err != nil {
@@ -291,6 +292,7 @@ func TestStalledHostFenced(t *testing.T) {
 // commands before the pool gives the host up; continued, the agent hears
 // that it was given up, kills them, and exits with status 1.
 func TestStoppedAgentFenced(t *testing.T) {
+	t.Parallel()
 	r := startRetryRun(t, groupLoop)
 	var saidA, saidB proctest.Buffer
 	a := startAgent(t, r.joinFile, &saidA)

@@ -60,6 +60,7 @@ var useLate = engine.Register("cluster_test.uselate", func(ctx context.Context, 
 // late, it sees C's set in time and C finds X; 1.5 s and 3 s late, it
 // does not, so it must keep everything, and say so; C finds X.
 func TestLateWindow(t *testing.T) {
+	t.Parallel()
 	for _, late := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) { testLateWindow(t, late) })
 	}

@@ -212,10 +212,12 @@ func (w *gatedWriter) Write(p []byte) (int, error) {
 // it (the output credit of a worker is 1 MiB; the pipes and line buffers
 // on the way hold a few hundred KiB more), so the pool's memory does not
 // grow with what a job prints; once it is let go, every line arrives,
-// whole and in order. The jobs print 12 MiB each (6 MiB with -short).
+// whole and in order. The jobs print 12 MiB each (6 MiB with -short or
+// -race).
 func TestRemoteOutputBounded(t *testing.T) {
+	t.Parallel()
 	total := 12 << 20
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		total = 6 << 20
 	}
 	const ahead = 4 << 20 // the most a job may print beyond what the pool took

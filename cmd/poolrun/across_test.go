@@ -29,6 +29,7 @@ func waitFile(t *testing.T, path string, out interface{ String() string }) {
 // it (TLS on loopback, trusting the certificate the join file carries);
 // the report names the worker's host, and the summary table too.
 func TestClusterOwnCert(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cert, key := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
 	pool, out := startPoolrun(t, dir, nil, "scaffold", "--scale", "0.1", "-j", "0", "--out", "b",
@@ -82,6 +83,7 @@ func TestClusterOwnCert(t *testing.T) {
 // to join, with exit status 1 and a message that names the folder and its
 // host; the pool, that no worker joined, gives up after --join-timeout.
 func TestClusterOutputRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wfDir := filepath.Join(dir, "wf")
 	os.Mkdir(wfDir, 0o755)

@@ -17,6 +17,7 @@ func badWorkflow(foreach, timeout string) string {
 // anything runs, with exit status 2 and a message that names the flag and
 // the value, or the file and the line.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		args     []string

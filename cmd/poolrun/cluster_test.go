@@ -23,6 +23,7 @@ import (
 // poolrun -j 2; the three ran every job between them; the join file is
 // gone at the end.
 func TestClusterChecksum(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	local := poolrun(t, dir, "scaffold", "--scale", tinyScale, "-j", "2", "--out", "a", "--quiet")
 	want := line(local.stdout, "checksum:")
@@ -144,6 +145,7 @@ func TestWorkerKilled(t *testing.T) {
 // commands its workers run, and continues them when the pool is
 // continued: the run then completes.
 func TestPoolStoppedFencesCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("stops a pool for 8 s")
 	}

@@ -166,6 +166,7 @@ jobs:
 // stopped, and make no progress; once poolrun is continued (SIGCONT, as fg
 // sends it), so are they, and the run completes.
 func TestCtrlZStopsCommands(t *testing.T) {
+	t.Parallel()
 	for _, mode := range [][]string{{"-j", "1"}, {"--serial"}} {
 		t.Run(strings.Join(mode, " "), func(t *testing.T) {
 			dir := t.TempDir()
@@ -277,6 +278,7 @@ func TestReportModeFollowsUmask(t *testing.T) {
 // TestDataFilesFollowUmask runs poolrun scaffold under two umasks: its data
 // files get mode 0666 and the folders that hold them 0777, less the umask.
 func TestDataFilesFollowUmask(t *testing.T) {
+	t.Parallel()
 	for _, mask := range umasks {
 		t.Run(fmt.Sprintf("umask %03o", mask), func(t *testing.T) {
 			dir := t.TempDir()
@@ -340,6 +342,7 @@ func TestReportLinkRefused(t *testing.T) {
 // writes a data file: that job fails with a message that names the file,
 // and the link's target is left as it was.
 func TestDataFileLinkRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	victim, intact := victimFile(t)
 	if r := poolrun(t, dir, "scaffold", "--quiet", "-j", "1", "--scale", tinyScale, "--out", "out"); r.code != 0 {

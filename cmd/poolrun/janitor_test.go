@@ -82,6 +82,7 @@ func startAsPID(t *testing.T, pid int, dir string, args ...string) *exec.Cmd {
 // daemon, but not the earlier run's: the mark names a process by its
 // start time too.
 func TestJanitorSparesEarlierRun(t *testing.T) {
+	t.Parallel()
 	if f, err := os.OpenFile(lastPID, os.O_WRONLY, 0); err != nil {
 		t.Skipf("cannot choose the pid of a new process: %v", err)
 	} else {

@@ -79,6 +79,7 @@ func gpuJobs(top string, cmd func(name, other string) string) string {
 // resource without a limit is not counted, as in Snakemake); --resources
 // wins over the workflow's resources:.
 func TestRunNamedResources(t *testing.T) {
+	t.Parallel()
 	exclusive := func(name, _ string) string { return exclusiveCommand(name) }
 	for _, tc := range []struct {
 		name string

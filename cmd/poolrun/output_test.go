@@ -201,6 +201,7 @@ var barLine = regexp.MustCompile(`^(jobs |\d+ jobs?: |slowest: |$)`)
 // on the terminal too, the lines are printed whole above the progress
 // bar.
 func TestRunOutputOnTerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(printFlow), 0o644)
 	for _, tt := range []struct {

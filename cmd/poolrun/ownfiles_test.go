@@ -57,6 +57,7 @@ func idOf(t *testing.T, path string) fileID {
 // flag and the path and says what it is, before any job runs; the file
 // named, the workflow and its state file are as they were.
 func TestOwnFilesRefused(t *testing.T) {
+	t.Parallel()
 	root := os.Geteuid() == 0
 	listen := []string{"--listen", "127.0.0.1:0"}
 	for _, tt := range []struct {

@@ -181,6 +181,7 @@ jobs:
 // A bench report's page says what it cannot show; bad input is refused
 // with exit status 2 and a message that names the file.
 func TestReportBenchAndBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if r := poolrun(t, dir, "bench", "--scale", "0.02", "-j", "1", "--modes", "all", "--quiet", "--report", "b.json"); r.code != 0 {
 		t.Fatalf("bench: exit %d\n%s", r.code, r.stderr)

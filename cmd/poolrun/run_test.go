@@ -16,6 +16,7 @@ import (
 )
 
 func TestRunExamples(t *testing.T) {
+	t.Parallel()
 	examples, _ := filepath.Glob("../../examples/*.yaml")
 	if len(examples) == 0 {
 		t.Fatal("no examples")

@@ -17,6 +17,7 @@ import (
 const tinyScale = "0.03"
 
 func TestScaffoldChecksumAgrees(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sums := map[string]string{}
 	for _, mode := range [][]string{{"-j", "1"}, {"-j", "2"}, {"--serial"}} {
@@ -41,6 +42,7 @@ func TestScaffoldChecksumAgrees(t *testing.T) {
 }
 
 func TestScaffoldDefaultIsScaffold(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := poolrun(t, dir, "--scale", tinyScale, "-j", "2", "--quiet", "--out", "a")
 	b := poolrun(t, dir, "scaffold", "--scale", tinyScale, "-j", "2", "--quiet", "--out", "b")
@@ -173,6 +175,7 @@ func TestInterruptAndInspect(t *testing.T) {
 // TestScaffoldExamples runs every scaffold configuration of examples/
 // (scaffold-*.yaml), small, on 2 workers and serially: the same checksum.
 func TestScaffoldExamples(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../../examples/scaffold-*.yaml")
 	for _, f := range files {
 		abs, _ := filepath.Abs(f)

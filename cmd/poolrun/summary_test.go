@@ -42,6 +42,7 @@ const summaryFlow = `jobs:
 // table of workers that are goroutines of poolrun, and no cache figures
 // for a workflow without items; standard output is the commands' alone.
 func TestRunEndIsTheWorkflows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"wf.yaml": summaryFlow})
 	// -k: the jobs that do not need the failed one go on.
