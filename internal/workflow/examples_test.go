@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,8 +59,10 @@ func TestExamplesLoad(t *testing.T) {
 
 // TestExamplesRun runs every example the simplest way there is: one job
 // at a time, in file order, each item built the first time a job needs it,
-// in a fresh working folder. It checks that every command succeeds and
-// that nothing is written outside the example's own folder.
+// in a fresh working folder, with the variables poolrun gives a job
+// ($POOLRUN_JOB, _THREADS, _ATTEMPT, _RES_*). It checks that every
+// command succeeds and that nothing is written outside the example's own
+// folder.
 func TestExamplesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs shell commands")
@@ -92,9 +95,13 @@ func TestExamplesRun(t *testing.T) {
 				// A job with retries runs again when it fails, as
 				// poolrun runs it; its last run must succeed.
 				var out []byte
+				env = append(env, "POOLRUN_JOB="+j.ID, fmt.Sprintf("POOLRUN_THREADS=%d", max(j.Threads, 1)))
+				for name, n := range j.Resources {
+					env = append(env, fmt.Sprintf("%s=%d", workflow.ResourceEnv(name), n))
+				}
 				for try := 0; ; try++ {
 					cmd := exec.Command("sh", "-c", j.Run)
-					cmd.Dir, cmd.Env = work, env
+					cmd.Dir, cmd.Env = work, append(env, fmt.Sprintf("POOLRUN_ATTEMPT=%d", try+1))
 					var stderr bytes.Buffer
 					cmd.Stderr = &stderr
 					o, err := cmd.Output()
