@@ -31,11 +31,11 @@ them as after: takes them), it runs those jobs and every job they need,
 and nothing else.
 `
 
-const runDetails = `An item is an artefact (a file or folder) that its own command builds, once
-per worker that needs it, in that worker's private scratch folder (on a
-memory file system where there is one); a job that needs item "ref" finds
-its path in $POOLRUN_ITEM_REF. The artefact is deleted the moment no
-unfinished job needs the item any more.
+const runDetails = `An item is an artefact (a file or folder) that its own command builds,
+once per worker that needs it, in that worker's private scratch folder
+(on a memory file system where there is one); a job that needs item
+"ref" finds its path in $POOLRUN_ITEM_REF. The artefact is deleted the
+moment no unfinished job needs the item any more.
 
   items:
     ref:                          # item name -> how to build it
@@ -69,14 +69,14 @@ foreach variables go (id, run, after, needs, inputs, outputs, item
 commands, and foreach ranges and globs, and workdir:); --set NAME=VALUE
 (repeatable) overrides one, or gives one that the file uses without a
 vars: entry. A --set without =, or of a name the file neither declares
-nor uses, is an error; so is a foreach variable with a name of vars:.
-In run commands a value is text, never shell code: poolrun quotes it for
+nor uses, is an error; so is a foreach variable with a name of vars:. In
+run commands a value is text, never shell code: poolrun quotes it for
 the shell where it stands, bare (${f}), in "${f}" or in '${f}', so that
 the command gets exactly its bytes, spaces, quotes and $ included (a
 file named $(rm x) stays a name). ${name:raw} pastes a value as shell
 text, for the rare case. A value with shell characters where poolrun
-cannot quote it (inside ` + "`...`" + `, or after a << here-document) is an error
-(FILE:LINE); so is a NUL byte in a command.
+cannot quote it (inside ` + "`...`" + `, or after a << here-document) is
+an error (FILE:LINE); so is a NUL byte in a command.
 
   vars:
     ref: hg38
@@ -98,29 +98,29 @@ the current folder; inputs:, outputs: and foreach globs are relative to
 it too. -C DIR changes to DIR before anything else, as make -C does (FILE,
 --report, --log-dir are then relative to DIR).
 
-The workflow is checked before anything runs: an unknown field, a duplicate
-id, an unknown dependency or item, a dependency cycle, a bad foreach or a
-YAML error is reported as FILE:LINE: what is wrong (exit status 2), every
-mistake of the file on a line of its own (the first 20, then "... and N
-more"). A command that exits non-zero fails its job (exit status 1 at the
-end), with its exit status, its peak memory (where it used more than
-poolrun) and the last lines of its standard error in the messages and the
-report; a job whose worker died (a worker joined with
---listen) is Aborted, and named the same way. A job that runs
+The workflow is checked before anything runs: an unknown field, a
+duplicate id, an unknown dependency or item, a dependency cycle, a bad
+foreach or a YAML error is reported as FILE:LINE: what is wrong (exit
+status 2), every mistake of the file on a line of its own (the first 20,
+then "... and N more"). A command that exits non-zero fails its job
+(exit status 1 at the end), with its exit status, its peak memory (where
+it used more than poolrun) and the last lines of its standard error in
+the messages and the report; a job whose worker died (a worker joined
+with --listen) is Aborted, and named the same way. A job that runs
 longer than its timeout: (or --timeout, for jobs without one) fails; its
-command gets SIGTERM, then SIGKILL. Commands inherit poolrun's environment (less its POOLRUN_*
-variables), plus $POOLRUN_JOB (the job id), $POOLRUN_THREADS (its
-threads:, 1 without), $POOLRUN_ATTEMPT (1, then 2 on the first retry,
-...) and $POOLRUN_RES_NAME for each of its resources: (NAME in upper
-case: $POOLRUN_RES_GPU), and no open
-file but standard input (from /dev/null), output and error. Ctrl-Z stops
-the commands with poolrun, and fg or bg continues them all. What a
-command starts in a session of its own (setsid) is killed (SIGKILL) once
-the command has ended: at once, or at most a second later, and at the
-latest when poolrun ends. Should poolrun be killed (SIGKILL), a janitor
-process it started kills what its commands left running and removes its
-scratch folders, its lock file and its join file; a janitor that is
-killed is replaced at once, and poolrun says so.
+command gets SIGTERM, then SIGKILL. Commands inherit poolrun's
+environment (less its POOLRUN_* variables), plus $POOLRUN_JOB (the job
+id), $POOLRUN_THREADS (its threads:, 1 without), $POOLRUN_ATTEMPT (1,
+then 2 on the first retry, ...) and $POOLRUN_RES_NAME for each of its
+resources: (NAME in upper case: $POOLRUN_RES_GPU), and no open file but
+standard input (from /dev/null), output and error. Ctrl-Z stops the
+commands with poolrun, and fg or bg continues them all. What a command
+starts in a session of its own (setsid) is killed (SIGKILL) once the
+command has ended: at once, or at most a second later, and at the latest
+when poolrun ends. Should poolrun be killed (SIGKILL), a janitor process
+it started kills what its commands left running and removes its scratch
+folders, its lock file and its join file; a janitor that is killed is
+replaced at once, and poolrun says so.
 
 After a job fails, no other job starts, as in make: the jobs running
 finish (their outputs kept, or removed if they fail, as ever), the jobs
@@ -209,18 +209,18 @@ last ran"), whatever the files' times. An input that does not exist and
 that no job makes (no output names it, and the job runs after no job
 without outputs) stops the run before anything runs, FILE:LINE, exit
 status 2. A job without outputs always runs. This is decided before
-anything runs, in the order of the jobs. --force runs every job anyway (so does --force '*', ids with
-a / included), --force JOB-GLOB (repeatable, or comma-separated) those
-whose ids match.
+anything runs, in the order of the jobs. --force runs every job anyway
+(so does --force '*', ids with a / included), --force JOB-GLOB
+(repeatable, or comma-separated) those whose ids match.
 
 Outputs must lie inside the working folder, also once symbolic links are
 followed: one that resolves elsewhere (../x, /x, ${d}/x with an empty d,
-or through a link), or that could match the workflow file, its state file
-or a .git folder, is refused before anything runs (FILE:LINE, exit status
-2); so is workdir: /. So are outputs that could name one file for two
-jobs (out/*.txt and out/b.txt), an output glob that could match an input
-no job makes (a source; unless the job that reads it runs after the
-glob's), and outputs that could match the job logs of --log-dir,
+or through a link), or that could match the workflow file, its state
+file or a .git folder, is refused before anything runs (FILE:LINE, exit
+status 2); so is workdir: /. So are outputs that could name one file for
+two jobs (out/*.txt and out/b.txt), an output glob that could match an
+input no job makes (a source; unless the job that reads it runs after
+the glob's), and outputs that could match the job logs of --log-dir,
 --report or --join-file. A pattern matches names that begin with a dot
 only where it says so (.*). When a job fails or is interrupted, poolrun
 removes what its command wrote of its outputs (make's .DELETE_ON_ERROR):
@@ -230,19 +230,19 @@ created; never a file that was there before and is not the job's,
 whatever happened to it. The message and the report name what was
 removed (of a job interrupted on a worker of another host, --listen,
 they say only that it was interrupted: its run ends unheard). Before a
-job's command runs, its last outputs (its
-output paths and the files it made under its globs, unless its inputs
-name them too) are moved aside as .NAME.poolrun-aside in their folders,
-and the folders of its outputs are made: the command starts from
-nothing, as a first run does. They are dropped when it succeeds (a
-folder output then gets the time of its end, so that it settles), and
-put back as they were when it fails or is interrupted; a run cut off
-leaves them aside for the job's next run, which puts them back first. A
-command that exits 0 leaving an output as it was (cp -p) succeeds; one that exits 0 with an output
-missing, or a glob matching none of its files, fails. Before the first
-job runs, the state file records the jobs about to run as begun, and a
-job as done only once it has succeeded: a run that is cut off (kill -9, a
-power cut) leaves no job looking done, and the next run runs them again
+job's command runs, its last outputs (its output paths and the files it
+made under its globs, unless its inputs name them too) are moved aside
+as .NAME.poolrun-aside in their folders, and the folders of its outputs
+are made: the command starts from nothing, as a first run does. They are
+dropped when it succeeds (a folder output then gets the time of its end,
+so that it settles), and put back as they were when it fails or is
+interrupted; a run cut off leaves them aside for the job's next run,
+which puts them back first. A command that exits 0 leaving an output as
+it was (cp -p) succeeds; one that exits 0 with an output missing, or a
+glob matching none of its files, fails. Before the first job runs, the
+state file records the jobs about to run as begun, and a job as done
+only once it has succeeded: a run that is cut off (kill -9, a power cut)
+leaves no job looking done, and the next run runs them again
 ("incomplete (the last run was cut off)"), as it does a job that failed.
 A job whose worker died keeps what it wrote until then.
 
@@ -270,9 +270,9 @@ desc: if it has one; --list-ids the ids of the jobs, one a line (which
 shell completion uses: see poolrun help completion). Both run nothing.
 
 FILE must be a regular file of at most 16 MiB (workflow.MaxFileSize): a
-pipe (poolrun run <(gen)), a device or a folder is refused at once, as is a
-larger file (exit status 2). --report and --join-file replace only a
-regular file of their own: one that is a device, a FIFO, a folder or a
+pipe (poolrun run <(gen)), a device or a folder is refused at once, as
+is a larger file (exit status 2). --report and --join-file replace only
+a regular file of their own: one that is a device, a FIFO, a folder or a
 symbolic link, or FILE or its state or lock file by any name (./FILE, a
 hard link), is refused before anything runs (exit status 2).
 
