@@ -184,10 +184,18 @@ func startListenRun(t *testing.T, dir, run string) (pool *exec.Cmd, out *bytes.B
 	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: long\n    run: "+run+"\n"), 0o644)
 	pool, out = startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
 	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
-	agent = exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", "1")
+	agent, agentOut = startAgent(t, dir, "1")
+	return pool, out, agent, agentOut
+}
+
+// startAgent starts, in dir, poolrun worker -j workers on run.join; what
+// it prints is kept in out. The test's end kills it if it still runs.
+func startAgent(t *testing.T, dir, workers string) (agent *exec.Cmd, out *proctest.Buffer) {
+	t.Helper()
+	agent = exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", workers)
 	agent.Dir = dir
-	agentOut = new(proctest.Buffer)
-	agent.Stdout, agent.Stderr = agentOut, agentOut
+	out = new(proctest.Buffer)
+	agent.Stdout, agent.Stderr = out, out
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +205,7 @@ func startListenRun(t *testing.T, dir, run string) (pool *exec.Cmd, out *bytes.B
 			agent.Wait()
 		}
 	})
-	return pool, out, agent, agentOut
+	return agent, out
 }
 
 // TestWorkerPoolKilled: poolrun worker whose pool is killed (SIGKILL)

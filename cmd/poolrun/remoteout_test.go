@@ -42,19 +42,7 @@ func startRemoteRun(t *testing.T, dir string, args ...string) (pool *exec.Cmd, s
 		}
 	})
 	waitJoinFileOf(t, filepath.Join(dir, "run.join"), stderr)
-	agent = exec.Command(poolrunBin, "worker", "--join-file", "run.join", "-j", "2")
-	agent.Dir = dir
-	agentOut = new(proctest.Buffer)
-	agent.Stdout, agent.Stderr = agentOut, agentOut
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if agent.ProcessState == nil {
-			agent.Process.Kill()
-			agent.Wait()
-		}
-	})
+	agent, agentOut = startAgent(t, dir, "2")
 	return pool, stdout, stderr, agent, agentOut
 }
 
