@@ -151,23 +151,6 @@ func TestRunNamedResourcesBadInput(t *testing.T) {
 		{"--resources twice", "", "", []string{"--resources", "gpu=1", "--resources", "gpu=2"}, `gpu given twice`},
 		{"--resources mem", "", "", []string{"--resources", "mem=1"}, `mem is not a named resource: its limit is --mem`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			wf := tc.top + "jobs:\n  - id: a\n    run: touch ran\n"
-			if tc.field != "" {
-				wf += "    " + tc.field + "\n"
-			}
-			writeWorkflow(t, dir, wf)
-			r := poolrun(t, dir, append(append([]string{"run", "--quiet"}, tc.args...), "wf.yaml")...)
-			if r.code != 2 {
-				t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
-			}
-			if !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("stderr lacks %q:\n%s", tc.want, r.stderr)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
-				t.Error("the job ran")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { refusedBeforeRun(t, tc.top, tc.field, tc.args, tc.want) })
 	}
 }

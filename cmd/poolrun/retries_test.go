@@ -291,23 +291,30 @@ func TestRunRetriesResourcesBadInput(t *testing.T) {
 		{"bad --mem", "", []string{"--mem", "lots"}, `--mem`},
 		{"negative --retries", "", []string{"--retries", "-1"}, `--retries -1`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			wf := "jobs:\n  - id: a\n    run: touch ran\n"
-			if tc.field != "" {
-				wf += "    " + tc.field + "\n"
-			}
-			writeWorkflow(t, dir, wf)
-			r := poolrun(t, dir, append(append([]string{"run", "--quiet"}, tc.args...), "wf.yaml")...)
-			if r.code != 2 {
-				t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
-			}
-			if !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("stderr lacks %q:\n%s", tc.want, r.stderr)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
-				t.Error("the job ran")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { refusedBeforeRun(t, "", tc.field, tc.args, tc.want) })
+	}
+}
+
+// refusedBeforeRun runs poolrun run --quiet with args on a workflow of
+// one job, a, that touches ran: top comes before its jobs: and field is
+// a line of the job. It wants exit status 2, want on standard error, and
+// no run of the job.
+func refusedBeforeRun(t *testing.T, top, field string, args []string, want string) {
+	t.Helper()
+	dir := t.TempDir()
+	wf := top + "jobs:\n  - id: a\n    run: touch ran\n"
+	if field != "" {
+		wf += "    " + field + "\n"
+	}
+	writeWorkflow(t, dir, wf)
+	r := poolrun(t, dir, append(append([]string{"run", "--quiet"}, args...), "wf.yaml")...)
+	if r.code != 2 {
+		t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the job ran")
 	}
 }
