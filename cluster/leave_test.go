@@ -190,8 +190,15 @@ func TestJoinAfterTheEnd(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	asked := l.Messages()
 	ws := startWorkers(t, joinFile, 1)
-	time.Sleep(500 * time.Millisecond) // it asks, and nobody answers
+	// It asks, and nobody answers: the server takes its request twice
+	// (it asks again when the first finds no responder).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := poll(ctx, "the worker to ask twice", func() bool { return l.Messages() >= asked+2 }); err != nil {
+		t.Fatal(err)
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- ws[0].Wait() }()
 	closed := time.Now()

@@ -252,7 +252,8 @@ func roleMapper() int {
 //	wait GEN TIMEOUT N
 //
 // starts N goroutines that each call WaitGen(GEN, now+TIMEOUT) (no deadline
-// when TIMEOUT is 0) and answers "waiting", then one line for each return,
+// when TIMEOUT is 0) and answers "waiting" once each is in WaitGen (or has
+// returned from it), then one line for each return,
 //
 //	woke gen=G err=E at=UNIXNANO waited=NS
 //
@@ -307,6 +308,12 @@ func roleWaiter() int {
 				at := time.Now()
 				lines <- fmt.Sprintf("woke gen=%d err=%s at=%d waited=%d", g, errWord(err), at.UnixNano(), at.Sub(start))
 			}()
+		}
+		for limit := time.Now().Add(10 * time.Second); shm.Waiting(w)+int64(len(lines)) < int64(n); time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(limit) {
+				fmt.Fprintf(os.Stderr, "waiter: %d of %d goroutines in WaitGen after 10 s\n", shm.Waiting(w)+int64(len(lines)), n)
+				return 1
+			}
 		}
 		fmt.Println("waiting")
 		for range n {

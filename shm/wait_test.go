@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +19,10 @@ import (
 
 // awaitSleepers waits until process pid has at least n threads asleep in
 // WaitGen's futex wait, and fails after 10 s: a waiter that spins, or sleeps
-// on a private futex, never shows up. Where /proc cannot tell, it gives the
-// waiters 100 ms to fall asleep.
+// on a private futex, never shows up. Where /proc cannot tell, it returns at
+// once: the caller knows its waiters are in WaitGen already (a waiterProc
+// answers once they are, awaitWaiting sees those of this process), which is
+// all that can be seen there.
 func awaitSleepers(t testing.TB, pid, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -26,7 +30,6 @@ func awaitSleepers(t testing.TB, pid, n int) {
 		got, ok := sharedFutexSleepers(pid)
 		switch {
 		case !ok:
-			time.Sleep(100 * time.Millisecond)
 			return
 		case got >= n:
 			return
@@ -48,6 +51,49 @@ func awaitWaiting(t testing.TB, w *shm.Window, n int64) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// awaitStopped waits until n goroutines of this process have stopped in
+// WaitGen, each parked in the Go scheduler or in a system call (a waiter
+// that spins never stops), and fails after 10 s. A goroutine counted by
+// awaitWaiting may still be on its way to the point where it sleeps.
+func awaitStopped(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := stoppedInWaitGen()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines stopped in WaitGen after 10 s, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stoppedInWaitGen counts the goroutines of this process in WaitGen that
+// neither run nor wait to run, from their stack traces.
+func stoppedInWaitGen() int {
+	buf := make([]byte, 1<<16)
+	for {
+		k := runtime.Stack(buf, true)
+		if k < len(buf) {
+			buf = buf[:k]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	// Each trace begins "goroutine 7 [state]:" and ends with a blank line.
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		running := strings.Contains(header, "[running") || strings.Contains(header, "[runnable")
+		if !running && strings.Contains(g, "shm.(*Window).WaitGen(") {
+			n++
+		}
+	}
+	return n
 }
 
 // A waiterProc is a child process in the "waiter" role (see roleWaiter).
@@ -301,6 +347,7 @@ func TestWaitGenClose(t *testing.T) {
 			}()
 		}
 	}
+	awaitWaiting(t, r, 4)
 	awaitSleepers(t, os.Getpid(), 4) // on the reader's window
 	awaitWaiting(t, w, 4)
 	for _, x := range []*shm.Window{r, w} {
@@ -380,6 +427,7 @@ func TestWaitGenManyWaiters(t *testing.T) {
 	for _, p := range ps {
 		awaitSleepers(t, p.pid(), perProc)
 	}
+	awaitWaiting(t, r, local/2)
 	awaitSleepers(t, os.Getpid(), local/2) // on the reader's window
 	awaitWaiting(t, w, local/2)
 	start := time.Now()
@@ -471,7 +519,7 @@ func TestWaitGenWriterHoldsNoThread(t *testing.T) {
 		}()
 	}
 	awaitWaiting(t, w, n)
-	time.Sleep(10 * time.Millisecond) // time enough to reach a system call
+	awaitStopped(t, n)
 	if got, _ := sharedFutexSleepers(os.Getpid()); got > before {
 		t.Errorf("%d threads asleep in a shared futex wait with %d goroutines waiting on the writer's window, %d before", got, n, before)
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/proctest"
+	"github.com/poolrun/poolrun/shm"
 )
 
 const tinyScale = "0.03"
@@ -123,17 +125,18 @@ func TestInterruptAndInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// Wait until the pool runs: its workers exist and the window is open.
+	// Wait until the pool runs: its workers exist, it has published the
+	// items it requires in its window, and a worker maps the window.
 	var workers []int
-	deadline := time.Now().Add(60 * time.Second)
-	for len(workers) < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := proctest.Poll(ctx, "two workers and a published window", 20*time.Millisecond, func() bool {
 		workers = proctest.Children(cmd.Process.Pid)
+		return len(workers) >= 2 && publishedWindow(cmd.Process.Pid) && mapsWindow(workers[0])
+	})
+	if err != nil {
+		t.Fatalf("%v (workers %v)", err, workers)
 	}
-	if len(workers) < 2 {
-		t.Fatalf("no workers after a minute: %v", workers)
-	}
-	time.Sleep(300 * time.Millisecond)
 	r := poolrun(t, dir, "inspect", strconv.Itoa(cmd.Process.Pid))
 	if r.code != 0 || !strings.Contains(r.stdout, "generation") {
 		t.Errorf("inspect: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -157,7 +160,7 @@ func TestInterruptAndInspect(t *testing.T) {
 	for sc.Scan() {
 		msgs = append(msgs, sc.Text())
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(msgs, "\n"))
 	}
@@ -170,6 +173,46 @@ func TestInterruptAndInspect(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// publishedWindow reports whether process pid holds a window, as a pool's
+// parent does, in which it has published a set of required items.
+func publishedWindow(pid int) bool {
+	held, _ := shm.Find(pid)
+	for _, h := range held {
+		if h.FD >= 0 && windowHasKeys(h.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// windowHasKeys reports whether the window at path lists a key.
+func windowHasKeys(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	w, err := shm.Open(f)
+	if err != nil {
+		return false
+	}
+	defer w.Close()
+	s, err := w.Snapshot(nil)
+	return err == nil && (len(s.Keys) > 0 || s.Overflow)
+}
+
+// mapsWindow reports whether process pid maps a window, as a pool's
+// worker does.
+func mapsWindow(pid int) bool {
+	held, _ := shm.Find(pid)
+	for _, h := range held {
+		if h.FD < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // TestScaffoldExamples runs every scaffold configuration of examples/

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
@@ -345,95 +346,208 @@ func (s *startingJanitor) close() {
 	}
 }
 
+// runWorkflow is poolrun run: it parses the flags and loads the workflow,
+// takes its lock, plans what to run, prepares and starts the pool, runs
+// it, then saves what the run made and reports. Each step is a method of
+// workflowRun; one that has done all there is to do (help, --list, -n,
+// --dag) says so, and the run ends there.
 func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f poolFlags
-	var sf stdioFlags
-	var inc incrementalFlags
-	var wff workflowFlags
+	r := &workflowRun{stdout: stdout, stderr: stderr}
+	defer r.close()
+	if done, err := r.parse(args); done || err != nil {
+		return err
+	}
+	if err := r.lock(ctx); err != nil {
+		return err
+	}
+	if done, err := r.makePlan(); done || err != nil {
+		return err
+	}
+	if err := r.prepare(); err != nil {
+		return err
+	}
+	if err := r.listen(); err != nil {
+		return err
+	}
+	r.startPool()
+	if err := r.begin(); err != nil {
+		return err
+	}
+	wall, runErr := r.s.run(ctx, r.p)
+	return r.finish(wall, runErr)
+}
+
+// A workflowRun is the state of one poolrun run, which its steps fill in
+// turn (see runWorkflow).
+type workflowRun struct {
+	stdout, stderr io.Writer
+
+	// Set by parse.
+	fs     *pflag.FlagSet
+	f      poolFlags
+	sf     stdioFlags
+	inc    incrementalFlags
+	wff    workflowFlags
+	rf     resourceFlags // --mem, and --retries for failed commands
+	lf     listFlags
+	file   string // the workflow file, as named
+	wf     *workflow.Workflow
+	others map[string]bool // the jobs that the targets leave out
+
+	// Set by makePlan.
+	plan  *execflow.Plan
+	toRun int // the jobs that run, not skipped
+	slots int // threads: count against -j as given
+
+	// Set by prepare, listen and startPool.
+	opts    execflow.Options
+	janitor *startingJanitor
+	batch   *execflow.Batch
+	s       *session
+	p       *engine.Pool
+	jobs    map[string]*engine.Job[execflow.Result] // read once Run has returned
+
+	undo []func() // run by close, the last first
+}
+
+// later has close call f, before what was given it earlier, as a defer
+// in runWorkflow would.
+func (r *workflowRun) later(f func()) { r.undo = append(r.undo, f) }
+
+// close undoes what the steps did, the last first: it closes the items'
+// names and the listener, waits for the sweep, dismisses the janitor and
+// releases the lock.
+func (r *workflowRun) close() {
+	for _, f := range slices.Backward(r.undo) {
+		f()
+	}
+}
+
+// parse parses the flags and the arguments, and loads the workflow; it is
+// done after --help, --list and --ids.
+func (r *workflowRun) parse(args []string) (done bool, err error) {
 	fs := newFlagSet("run", runUsage, workflowFields+"\n"+runDetails)
-	inc.register(fs)
-	wff.register(fs)
-	f.register(fs)
-	sf.register(fs)
-	var rf resourceFlags // --mem, and --retries for failed commands
-	rf.register(fs)
-	var lf listFlags
-	lf.register(fs)
+	r.inc.register(fs)
+	r.wff.register(fs)
+	r.f.register(fs)
+	r.sf.register(fs)
+	r.rf.register(fs)
+	r.lf.register(fs)
 	fs.Lookup("fail-fast").Usage = failFastText
 	fs.Lookup("jobs").Usage = fmt.Sprintf(runJobsText, maxWorkers)
 	fs.Lookup("quiet").Usage = "print no progress and no account at the end: only the messages of failed jobs, and the last line"
-	if err := parseFlags(fs, inc.args(fs, args), stdout); err != nil {
+	r.fs = fs
+	if err := parseFlags(fs, r.inc.args(fs, args), r.stdout); err != nil {
 		if errors.Is(err, errHelp) {
-			return nil
+			return true, nil
 		}
-		return err
+		return true, err
 	}
-	if err := wff.enter(); err != nil {
-		return err
-	}
-	// After -C: --report and --join-file are relative to its folder.
-	if err := f.check(); err != nil {
-		return err
-	}
-	if err := inc.check(lf); err != nil {
-		return err
-	}
-	if err := inc.setFailFast(&f); err != nil {
-		return err
+	if err := r.checkFlags(); err != nil {
+		return true, err
 	}
 	file, targets, err := workflowArgs(fs.Args())
 	if err != nil {
+		return true, err
+	}
+	r.file = file
+	if r.wf, r.others, err = r.wff.load(file, targets); err != nil {
+		return true, err
+	}
+	if r.lf.entries || r.lf.ids {
+		return true, r.lf.write(r.stdout, r.wf)
+	}
+	return false, r.f.checkRunFiles(r.wf.File)
+}
+
+// checkFlags enters the folder of -C and checks the flags together.
+func (r *workflowRun) checkFlags() error {
+	if err := r.wff.enter(); err != nil {
 		return err
 	}
-	wf, others, err := wff.load(file, targets)
+	// After -C: --report and --join-file are relative to its folder.
+	if err := r.f.check(); err != nil {
+		return err
+	}
+	if err := r.inc.check(r.lf); err != nil {
+		return err
+	}
+	return r.inc.setFailFast(&r.f)
+}
+
+// lock takes the workflow's lock, unless the run only prints its plan.
+// One run of a workflow at a time: two would share its state file and
+// outputs. It is taken before the plan reads the state.
+func (r *workflowRun) lock(ctx context.Context) error {
+	if r.inc.dryRun || r.inc.dag {
+		return nil
+	}
+	lock, err := lockWorkflow(ctx, r.wf, r.inc.wait, r.stderr)
 	if err != nil {
 		return err
 	}
-	if lf.entries || lf.ids {
-		return lf.write(stdout, wf)
-	}
-	if err := f.checkRunFiles(wf.File); err != nil {
-		return err
-	}
-	if !inc.dryRun && !inc.dag {
-		// One run of a workflow at a time: two would share its state file
-		// and outputs. Taken before the plan reads the state.
-		lock, err := lockWorkflow(ctx, wf, inc.wait, stderr)
-		if err != nil {
-			return err
-		}
-		defer lock.Unlock()
-	}
-	plan, err := inc.plan(wf, others)
-	if err != nil {
-		return err
+	r.later(func() { lock.Unlock() })
+	return nil
+}
+
+// makePlan plans which jobs run, and sizes the pool for them; it is done
+// after printing the plan (-n, --dag).
+func (r *workflowRun) makePlan() (done bool, err error) {
+	if r.plan, err = r.inc.plan(r.wf, r.others); err != nil {
+		return true, err
 	}
 	switch {
-	case inc.dryRun && inc.verbose:
-		return plan.WriteText(stdout)
-	case inc.dryRun:
-		return writeDryRun(stdout, plan)
-	case inc.dag:
-		return plan.WriteDot(stdout)
+	case r.inc.dryRun && r.inc.verbose:
+		return true, r.plan.WriteText(r.stdout)
+	case r.inc.dryRun:
+		return true, writeDryRun(r.stdout, r.plan)
+	case r.inc.dag:
+		return true, r.plan.WriteDot(r.stdout)
 	}
-	toRun, _ := plan.Counts()
-	slots := f.workers() // threads: count against -j as given
-	f.capWorkers(toRun)
-	if toRun == 0 {
-		f.serial = true // every job is skipped: no worker to start
+	r.toRun, _ = r.plan.Counts()
+	r.slots = r.f.workers()
+	r.f.capWorkers(r.toRun)
+	if r.toRun == 0 {
+		r.f.serial = true // every job is skipped: no worker to start
 	}
-	var opts execflow.Options
-	opts.Plan = plan
-	opts.Dir = wf.Dir // "" (unknown) runs them in the current folder
-	opts.Retries = f.retries
-	opts.JoinFile = f.joinFile
+	return false, nil
+}
+
+// prepare starts the janitor and the sweep, sets up the commands' output
+// and prepares the jobs.
+func (r *workflowRun) prepare() error {
+	r.opts = execflow.Options{
+		Plan:     r.plan,
+		Dir:      r.wf.Dir, // "" (unknown) runs them in the current folder
+		Retries:  r.f.retries,
+		JoinFile: r.f.joinFile,
+	}
+	r.startHousekeeping()
+	var err error
+	if r.opts.Stdio, err = r.sf.stdio(r.fs, r.f.workers(), r.stderr); err != nil {
+		return err
+	}
+	r.opts.Stdio.Echo = r.inc.verbose
+	if err := checkClaims(r.wf, map[string]string{"--report": r.f.report, "--join-file": r.f.joinFile}); err != nil {
+		return err
+	}
+	// Checked before the pool listens: a worker that joins finds the run
+	// it was told of.
+	if r.batch, err = execflow.Prepare(r.wf, r.opts); err != nil {
+		return badInput(err)
+	}
+	return nil
+}
+
+// startHousekeeping starts the janitor, if any job runs, and the sweep of
+// the scratch folders of killed runs, each in a goroutine of its own.
+func (r *workflowRun) startHousekeeping() {
 	// Nothing of the run's outlives this process, should it be killed: a
 	// janitor waits for its end. It starts while the pool is made; no
 	// command starts before it is there.
-	var janitor *startingJanitor
-	if toRun > 0 {
-		janitor = startJanitor(opts)
-		defer janitor.close()
+	if r.toRun > 0 {
+		r.janitor = startJanitor(r.opts)
+		r.later(r.janitor.close)
 	}
 	// Scratch and temporary folders of poolruns and workers that were
 	// killed: their artefacts are of no use. They go while the run starts
@@ -444,90 +558,105 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer close(swept)
 		execflow.SweepScratch("")
 	}()
-	defer func() { <-swept }()
+	r.later(func() { <-swept })
+}
 
-	if opts.Stdio, err = sf.stdio(fs, f.workers(), stderr); err != nil {
-		return err
-	}
-	opts.Stdio.Echo = inc.verbose
-	if err := checkClaims(wf, map[string]string{"--report": f.report, "--join-file": f.joinFile}); err != nil {
-		return err
-	}
-	// Checked before the pool listens: a worker that joins finds the run
-	// it was told of.
-	batch, err := execflow.Prepare(wf, opts)
-	if err != nil {
-		return badInput(err)
-	}
-	s := newSession(&f, stderr)
+// listen makes the session that runs the pool and records it, and listens
+// for workers that join (--listen).
+func (r *workflowRun) listen() error {
+	r.s = newSession(&r.f, r.stderr)
 	// The commands run in this process: its workers are goroutines, which
 	// wait for the commands in the network poller (no worker process
 	// relays them).
-	s.inProcess = true
-	if err := s.listen(sharedFolders(wf, opts.Stdio.LogDir)...); err != nil {
+	r.s.inProcess = true
+	if err := r.s.listen(sharedFolders(r.wf, r.opts.Stdio.LogDir)...); err != nil {
 		return err
 	}
-	defer s.closeListener()
+	r.later(r.s.closeListener)
+	return nil
+}
+
+// startPool makes the pool and queues the jobs.
+func (r *workflowRun) startPool() {
 	// A worker that dies has its scratch folder removed at once; what the
 	// commands print shows above the progress bar.
-	popts := append(s.options(), execflow.ScratchCleanup(opts), workerOutput(s, stdout, stderr), plan.Recorder())
-	p := engine.New(append(popts, rf.capacity(wf, plan, slots, f.listen != "", stderr)...)...)
-	// The jobs are read once Run has returned, which waits for its
-	// schedulers.
-	var jobs map[string]*engine.Job[execflow.Result]
-	if len(wf.Items) == 0 {
+	popts := append(r.s.options(), execflow.ScratchCleanup(r.opts), workerOutput(r.s, r.stdout, r.stderr), r.plan.Recorder())
+	r.p = engine.New(append(popts, r.rf.capacity(r.wf, r.plan, r.slots, r.f.listen != "", r.stderr)...)...)
+	if len(r.wf.Items) == 0 {
 		// No job needs an item: the first commands start while the
 		// others are queued. (A job that needs an item is queued before
 		// Run, so that the window lists the item from the start: one
 		// queued later could find it freed, and build it again.)
-		p.Go(func(context.Context) error {
-			jobs = batch.Queue(p)
+		r.p.Go(func(context.Context) error {
+			r.jobs = r.batch.Queue(r.p)
 			return nil
 		})
 	} else {
-		jobs = batch.Queue(p)
+		r.jobs = r.batch.Queue(r.p)
 	}
-	defer suspendWithWork(p)()
-	if handles, err := execflow.ItemHandles(wf, opts); err == nil {
-		var items []cachepool.Handle
-		for _, h := range handles {
-			items = append(items, h)
-		}
-		if f := openNames(items); f != nil {
-			defer f.Close()
-		}
+	r.later(suspendWithWork(r.p))
+	r.openNames()
+}
+
+// openNames lists the items' names for poolrun inspect while the run
+// lasts.
+func (r *workflowRun) openNames() {
+	handles, err := execflow.ItemHandles(r.wf, r.opts)
+	if err != nil {
+		return
 	}
-	if err := janitor.wait(); err != nil {
+	var items []cachepool.Handle
+	for _, h := range handles {
+		items = append(items, h)
+	}
+	if f := openNames(items); f != nil {
+		r.later(func() { f.Close() })
+	}
+}
+
+// begin waits for the janitor, and records the jobs about to run as
+// begun, so that a run cut off from here on leaves none of them looking
+// done.
+func (r *workflowRun) begin() error {
+	if err := r.janitor.wait(); err != nil {
 		return err
 	}
-	// The jobs about to run are recorded as begun, so that a run cut off
-	// from here on leaves none of them looking done.
-	if err := plan.Begin(); err != nil {
-		return err
-	}
-	wall, runErr := s.run(ctx, p)
-	s.noteCommands(wf, jobs)
-	ends := s.jobEnds(wf, jobs)
-	printFailures(stderr, ends)
-	// What the run made, for the next. Said here, since an interrupted
-	// run's error is not printed.
-	if err := plan.Save(jobs); err != nil {
-		fmt.Fprintf(stderr, "poolrun: %v\n", indent(err.Error()))
-		if runErr == nil {
-			runErr = errors.New("poolrun run: every job succeeded, but the state file could not be written")
-		}
-	}
+	return r.plan.Begin()
+}
+
+// finish prints the failures, saves what the run made, and ends with the
+// account and the report (--report).
+func (r *workflowRun) finish(wall time.Duration, runErr error) error {
+	// The report's records: each job's command's end, then each job's.
+	r.s.noteCommands(r.wf, r.jobs)
+	ends := r.s.jobEnds(r.wf, r.jobs)
+	printFailures(r.stderr, ends)
+	runErr = r.save(runErr)
 	// The end is the workflow's, on standard error with the messages
 	// (standard output is the commands'); the cache's figures only where
 	// there are items.
-	s.summary = func(st engine.Stats) {
-		s.mu.Lock()
-		floor := s.rssFloor
-		s.mu.Unlock()
-		printRunEnd(stderr, ends, st, wall, floor, len(wf.Items) > 0)
+	r.s.summary = func(st engine.Stats) {
+		r.s.mu.Lock()
+		floor := r.s.rssFloor
+		r.s.mu.Unlock()
+		printRunEnd(r.stderr, ends, st, wall, floor, len(r.wf.Items) > 0)
 	}
-	printLogDir(stderr, opts.Stdio)
-	return s.finish(stdout, "run "+file, p, summariseRunErr(runErr, ends), wall, nil)
+	printLogDir(r.stderr, r.opts.Stdio)
+	return r.s.finish(r.stdout, "run "+r.file, r.p, summariseRunErr(runErr, ends), wall, nil)
+}
+
+// save writes what the run made to the state file, for the next run, and
+// returns runErr, or an error of its own if the run succeeded but the
+// state could not be written. It prints why here, since an interrupted
+// run's error is not printed.
+func (r *workflowRun) save(runErr error) error {
+	if err := r.plan.Save(r.jobs); err != nil {
+		fmt.Fprintf(r.stderr, "poolrun: %v\n", indent(err.Error()))
+		if runErr == nil {
+			return errors.New("poolrun run: every job succeeded, but the state file could not be written")
+		}
+	}
+	return runErr
 }
 
 // incrementalFlags are the flags of poolrun run that say which jobs run:

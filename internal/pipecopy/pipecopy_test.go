@@ -17,12 +17,16 @@ type sink struct {
 	b     bytes.Buffer
 	delay time.Duration
 	lasts int
+	late  int // calls of each after last
 }
 
 func (s *sink) each(p []byte) {
 	time.Sleep(s.delay)
 	s.mu.Lock()
 	s.b.Write(p)
+	if s.lasts > 0 {
+		s.late++
+	}
 	s.mu.Unlock()
 }
 
@@ -118,16 +122,29 @@ func TestEndBoundsTheDrain(t *testing.T) {
 	}()
 	var s sink
 	c := pipecopy.Start(r, s.each, s.last)
-	time.Sleep(20 * time.Millisecond)
+	// End comes while the copy is under way: it has copied something.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.String()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing copied 10 s after the start")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	start := time.Now()
 	c.End(start)
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("End took %v", took)
 	}
+	// The copy has ended when End returns (Done is closed, last called
+	// once): it calls each no more, however long the writer goes on.
+	select {
+	case <-c.Done():
+	default:
+		t.Error("Done is not closed after End: the copy goes on")
+	}
 	n := len(s.String())
-	time.Sleep(20 * time.Millisecond)
-	if len(s.String()) != n || s.lasts != 1 {
-		t.Errorf("the copy went on after End: %d bytes, then %d", n, len(s.String()))
+	if s.lasts != 1 || s.late != 0 {
+		t.Errorf("last called %d times, each called %d times after it", s.lasts, s.late)
 	}
 	t.Logf("copied %d bytes", n)
 }
