@@ -15,14 +15,15 @@ import (
 
 	"github.com/nats-io/nuid"
 
-	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/spawn"
 	"github.com/poolrun/poolrun/shm"
 )
 
 // Agent joins the pool of joinFile as one host agent: one connection to
 // the pool's server, and n worker processes of this program behind it
-// (engine.StartWorkerProcess: the very processes a local pool starts), or
+// (enginehost.Engine.StartWorkerProcess: the very processes a local pool
+// starts), or
 // n goroutines with [InProcess].
 // The pool sends the agent its workers' jobs, control and windows on one
 // stream, and the agent sends their replies back on another (host.go); it
@@ -226,10 +227,10 @@ type agent struct {
 // An agentWorker is one of the agent's worker processes, with what the
 // pool sent it and its pipes have not taken yet.
 type agentWorker struct {
-	wp        *engine.WorkerProcess // or, with InProcess:
-	tag       string                // the process's, in its commands' marks
-	win       *shm.Window           // the goroutine's window
-	cancel    context.CancelFunc    // ends the goroutine's serving
+	wp        enginehost.WorkerProcess // or, with InProcess:
+	tag       string                   // the process's, in its commands' marks
+	win       *shm.Window              // the goroutine's window
+	cancel    context.CancelFunc       // ends the goroutine's serving
 	jobs, ctl *pipe
 	out       *agentOutput // what it prints, to the pool
 	killed    atomic.Bool  // by the agent, for the pool
@@ -400,7 +401,7 @@ func (a *agent) leaseEnd() time.Time {
 // lease gives the agent's worker processes the lease that ends at end.
 func (a *agent) lease(end time.Time) {
 	a.mu.Lock()
-	var wps []*engine.WorkerProcess
+	var wps []enginehost.WorkerProcess
 	for _, w := range a.workers {
 		if w.wp != nil {
 			wps = append(wps, w.wp)
@@ -461,7 +462,7 @@ func (a *agent) serveOne(ctx context.Context) (stopped bool, err error) {
 	slot := a.slots.Add(1)
 	out := newAgentOutput(a.up, slot)
 	defer out.close()
-	wp, err := engine.StartWorkerProcess(a.capacity, out.stream(recOut), out.stream(recErr))
+	wp, err := eng.StartWorkerProcess(a.capacity, out.stream(recOut), out.stream(recErr))
 	if err != nil {
 		return false, err
 	}
@@ -572,7 +573,7 @@ func killCommands(match func(entry string) bool) {
 const killWait = 2 * time.Second
 
 // serveGoroutine serves the pool with a worker that is a goroutine of the
-// agent's process (InProcess): engine.Serve, with a cache of its own and
+// agent's process (InProcess): enginehost.Engine.Serve, with a cache of its own and
 // a window in shared memory that the agent writes, until the pool stops
 // it (stopped), it is killed (it leaves), or ctx ends.
 func (a *agent) serveGoroutine(ctx context.Context) (stopped bool, err error) {
@@ -592,8 +593,7 @@ func (a *agent) serveGoroutine(ctx context.Context) (stopped bool, err error) {
 	a.up.put(recOpen, slot, binary.AppendUvarint(nil, uint64(os.Getpid())))
 	out.opened()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(2*time.Second, out.close) })
-	err = engine.Serve(wctx, w.jobs, replyWriter{a.up, slot}, w.ctl, engine.NewWindowReader(win),
-		engine.OwnCache(), engine.ServeOutput(out.stream(recOut), out.stream(recErr)))
+	err = eng.Serve(wctx, w.jobs, replyWriter{a.up, slot}, w.ctl, win, out.stream(recOut), out.stream(recErr))
 	stop()
 	out.close()
 	a.mu.Lock()
@@ -633,7 +633,7 @@ func (r replyWriter) Write(p []byte) (int, error) {
 type AgentOption func(*agent)
 
 // InProcess makes the agent's workers goroutines of its own process
-// (engine.Serve, each with a cache of its own and a window in shared
+// (enginehost.Engine.Serve, each with a cache of its own and a window in shared
 // memory), not worker processes: no process to start per worker, as
 // engine.InProcess for a local pool. Such a worker cannot be killed, nor
 // stopped while the pool is silent: a job that never returns holds its

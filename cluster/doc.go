@@ -41,9 +41,10 @@
 // # The join file
 //
 // [Join] is what a worker needs: the server's URL, the pool's token, the
-// engine's protocol version and the pool's build (engine.Fingerprint), and
-// over TLS the PEM certificate of the pool's authority, which a worker
-// trusts and nothing else. [WriteJoinFile] writes it atomically with mode
+// engine's protocol version and the pool's build (a hash of the protocol
+// version and the registered functions' names), and over TLS the PEM
+// certificate of the pool's authority, which a worker trusts and nothing
+// else. [WriteJoinFile] writes it atomically with mode
 // 0600; [ReadJoinFile] reads it and says what is wrong with a bad one.
 // Whoever can read the file can run the pool's jobs, so the file must be
 // private, as ssh asks of a private key: ReadJoinFile refuses one that
@@ -65,7 +66,7 @@
 // [Agent] with the join file (poolrun: `poolrun worker --join-file F -j
 // N`). The agent holds the host's one connection to the pool's server; it
 // starts N worker processes, the very processes a local pool starts
-// (engine.StartWorkerProcess), relays their frames between their pipes and
+// (enginehost.Engine.StartWorkerProcess), relays their frames between their pipes and
 // the host's streams, and writes each one's window, in shared memory, from
 // the pool's sets at the pool's generations, so that the workers read it
 // with atomic loads as on the pool's host: the single-host mechanism,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
@@ -47,7 +48,7 @@ func TestJoinIDInjection(t *testing.T) {
 		}
 		defer nc.Close()
 		for _, id := range []string{">", "*", "a.b", "a b", strings.Repeat("x", 65)} {
-			req, _ := json.Marshal(map[string]any{"id": id, "protocol": engine.ProtocolVersion, "build": engine.Fingerprint()})
+			req, _ := json.Marshal(map[string]any{"id": id, "protocol": enginehost.ProtocolVersion, "build": hooks.Fingerprint()})
 			m, err := nc.Request("poolrun.join", req, 10*time.Second)
 			if err != nil {
 				return fmt.Errorf("join request of id %q: %w", id, err)
@@ -125,7 +126,7 @@ func TestAgentKilledNoRetries(t *testing.T) {
 func TestStoppedWorkerFenced(t *testing.T) {
 	t.Parallel()
 	l, agents := agentPool(t, 1)
-	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(1), engine.SilenceLimit(2*time.Second), l.Option())
+	p := engine.New(engine.RemoteOnly(time.Minute), engine.Retries(1), hooks.SilenceLimit(2*time.Second), l.Option())
 	mark := filepath.Join(t.TempDir(), "started")
 	long := engine.Queue(p, untilCancelled, waitArg{2 * time.Second, mark})
 	var mu sync.Mutex

@@ -104,7 +104,7 @@ func (p *published) Publishes() uint64 {
 }
 
 // workerWindow is the pool's side of the window of one of a host's
-// workers (engine.WindowPublisher).
+// workers (enginehost.WindowPublisher).
 type workerWindow struct {
 	host     *remoteHost
 	slot     uint64

@@ -7,11 +7,11 @@ import (
 )
 
 // What remote workers print. A host agent's worker process prints to
-// pipes that the agent copies in whole lines (engine.StartWorkerProcess),
+// pipes that the agent copies in whole lines (enginehost.Engine.StartWorkerProcess),
 // to an agentOutput: each write becomes a record of the host's up stream
 // (recOut, recErr), within the worker's credit of outputWindow
 // bytes. On the pool's side the records of a worker go to two pipes that
-// the pool reads (engine.RemoteWorker's Stdout and Stderr) and writes to
+// the pool reads (enginehost.RemoteWorker's Stdout and Stderr) and writes to
 // its own output, as a local worker's; each read grants the agent credit
 // again (recGrant). What the pool holds of a worker's output is so
 // bounded by the window, whatever the job prints, and the host's stream
@@ -98,7 +98,7 @@ func (o *agentOutput) close() {
 }
 
 // slotOutput is one output stream of a host's worker on the pool's side:
-// the pipe of its records, which the pool reads (engine.RemoteWorker's
+// the pipe of its records, which the pool reads (enginehost.RemoteWorker's
 // Stdout or Stderr), granting credit as it reads.
 type slotOutput struct {
 	p *pipe

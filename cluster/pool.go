@@ -15,8 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/regfile"
 )
+
+// eng is what package engine lends this package (internal/enginehost):
+// the joiner option, worker processes, in-process workers, the build's
+// fingerprint.
+var eng = enginehost.Get[engine.Option]()
 
 // Subjects. A host agent of id AGENT reads what the pool sends it on
 // poolrun.a.AGENT.down and writes to it on poolrun.a.AGENT.up (host.go);
@@ -164,7 +170,7 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	copts, err := connectOptions(srv.Join(engine.ProtocolVersion, ""))
+	copts, err := connectOptions(srv.Join(enginehost.ProtocolVersion, ""))
 	if err != nil {
 		srv.Close()
 		return nil, err
@@ -174,7 +180,7 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 		srv.Close()
 		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
 	}
-	held, err := writeHeldJoinFile(joinFile, srv.Join(engine.ProtocolVersion, engine.Fingerprint()))
+	held, err := writeHeldJoinFile(joinFile, srv.Join(enginehost.ProtocolVersion, eng.Fingerprint()))
 	if err != nil {
 		nc.Close()
 		srv.Close()
@@ -217,15 +223,15 @@ func (l *Listener) close() error {
 // Option admits, while the pool runs, every host agent that asks to join
 // and is of this build, and the workers it starts.
 func (l *Listener) Option() engine.Option {
-	return engine.Joiner(l.admit)
+	return eng.Joiner(l.admit)
 }
 
 // admit answers join requests until ctx ends. The hosts admitted go on
 // until their agents end their streams (the pool stops their workers) or
 // fall silent, or the listener closes.
-func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
+func (l *Listener) admit(ctx context.Context, p enginehost.Pool) {
 	nc := l.nc
-	build := engine.Fingerprint()
+	build := eng.Fingerprint()
 	sub, err := nc.Subscribe(joinSubject, func(m *nats.Msg) {
 		var req joinRequest
 		answer := func(a joinAnswer) {
@@ -240,9 +246,9 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 			answer(joinAnswer{Refused: fmt.Sprintf("the id %.80q is not a plain token (letters, digits, - and _, at most 64)", req.ID)})
 			return
 		}
-		if req.Protocol != engine.ProtocolVersion || req.Build != build {
+		if req.Protocol != enginehost.ProtocolVersion || req.Build != build {
 			answer(joinAnswer{Refused: fmt.Sprintf("the pool's build is %s (protocol %d), the worker's %s (protocol %d): start the same program",
-				build, engine.ProtocolVersion, req.Build, req.Protocol)})
+				build, enginehost.ProtocolVersion, req.Build, req.Protocol)})
 			return
 		}
 		h, err := l.addHost(ctx, p, req)
@@ -264,7 +270,7 @@ func (l *Listener) admit(ctx context.Context, p *engine.Pool) {
 }
 
 // addHost makes the pool's side of the host of req.
-func (l *Listener) addHost(ctx context.Context, p *engine.Pool, req joinRequest) (*remoteHost, error) {
+func (l *Listener) addHost(ctx context.Context, p enginehost.Pool, req joinRequest) (*remoteHost, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ctx.Err() != nil {
@@ -300,11 +306,11 @@ func (l *Listener) removeHost(h *remoteHost) {
 }
 
 // A remoteHost is the pool's side of a host agent: its two streams, and
-// its workers, each a remote worker of the pool (engine.Admit) whose
+// its workers, each a remote worker of the pool (enginehost.Pool.Admit) whose
 // streams are records of the host's streams.
 type remoteHost struct {
 	l    *Listener
-	p    *engine.Pool
+	p    enginehost.Pool
 	id   string // the agent's
 	name string // the host's, as the agent said it
 	up   *streamReader
@@ -417,7 +423,7 @@ func (h *remoteHost) open(slot uint64) {
 	}
 	h.slots[slot] = s
 	h.mu.Unlock()
-	err := h.p.Admit(engine.RemoteWorker{
+	err := h.p.Admit(enginehost.RemoteWorker{
 		Jobs:    &slotWriter{h: h, slot: slot, kind: recJobs},
 		Control: &slotWriter{h: h, slot: slot, kind: recCtl},
 		Replies: s.replies,
@@ -642,7 +648,7 @@ func (s *session) poolEnded() bool {
 // joinWait. It returns errPoolEnded if the pool has ended.
 func (s *session) join(ctx context.Context, id string) (joinAnswer, error) {
 	host, _ := os.Hostname()
-	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: engine.ProtocolVersion, Build: engine.Fingerprint()})
+	req, _ := json.Marshal(joinRequest{ID: id, Host: host, PID: os.Getpid(), Protocol: enginehost.ProtocolVersion, Build: eng.Fingerprint()})
 	var m *nats.Msg
 	var err error
 	for start := time.Now(); ; {

@@ -20,8 +20,13 @@ import (
 
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
+
+// hooks are what the engine lends tests: options no program needs, and
+// the doors package cluster uses (internal/enginehost).
+var hooks = enginehost.Get[engine.Option]()
 
 // envParent makes the test binary a pool that listens with the join file
 // it names, and runs jobs of a second each until it is killed.
@@ -359,7 +364,7 @@ func TestOtherBuildRefused(t *testing.T) {
 		}
 		defer nc.Close()
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); { // until the pool listens
-			m, err := nc.Request("poolrun.join", fmt.Appendf(nil, `{"id":"x","protocol":%d,"build":"0ther"}`, engine.ProtocolVersion), time.Second)
+			m, err := nc.Request("poolrun.join", fmt.Appendf(nil, `{"id":"x","protocol":%d,"build":"0ther"}`, enginehost.ProtocolVersion), time.Second)
 			if err == nil {
 				answer = string(m.Data)
 				return nil
@@ -371,7 +376,7 @@ func TestOtherBuildRefused(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(answer, "0ther") || !strings.Contains(answer, engine.Fingerprint()) {
+	if !strings.Contains(answer, "0ther") || !strings.Contains(answer, hooks.Fingerprint()) {
 		t.Errorf("answer %s, want a refusal naming both builds", answer)
 	}
 }

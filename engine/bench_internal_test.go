@@ -132,7 +132,7 @@ func BenchmarkWorkerWindowCheck(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			views := [2]WindowReader{shmReader{readers[0]}, shmReader{readers[1]}}
+			views := [2]windowReader{shmReader{readers[0]}, shmReader{readers[1]}}
 			r := &runner{win: views[0], cache: cache}
 			i := 0
 			b.ReportAllocs()

@@ -54,10 +54,13 @@
 // ([RunMap] does New, Map, Run and the Results in one call.)
 //
 // A job that gets an item its function does not declare (no [Uses], no
-// [Needs] on the job) still works: the pool learns the item from the job's
-// reply, keeps it for the function's later jobs, and says on stderr what to
-// declare (see [LearnItems]); until then the worker builds it anew for
-// every job. [StrictItems] makes such a job fail instead, for tests.
+// [Needs] on the job) still works. The pool learns the item from the job's
+// reply and keeps it for the function's later jobs, as if the function
+// declared it. It says on stderr, once per function and item, what to
+// declare, with an event of kind [ItemLearned]. Until it has learned, the
+// worker builds the item anew for every job. A member of a
+// cachepool.Family, whose name varies from job to job, is not learned.
+// [StrictItems] makes such a job fail instead, for tests.
 //
 // # Functions, jobs and items
 //
@@ -111,11 +114,11 @@
 //     its process group, are killed with it.
 //   - [Timeout] and [JobTimeout] bound a job's run time: past it the job's
 //     context is cancelled and the job Failed with a [*TimeoutError]
-//     (wrapping [context.DeadlineExceeded]); if it has not returned after
-//     [CancelGrace], its worker is killed and replaced.
+//     (wrapping [context.DeadlineExceeded]); if it has not returned 5 s
+//     later, its worker is killed and replaced.
 //   - [Job.Cancel] cancels a running job's context in the same way.
-//   - A worker that has jobs and says nothing for [SilenceLimit] (30 s by
-//     default; a busy worker says it lives several times as often) is
+//   - A worker that has jobs and says nothing for 30 s (a busy worker
+//     says it lives several times as often) is
 //     killed and its job Aborted (or retried): a worker stopped with
 //     SIGSTOP, or whose reply pipe a stray write broke, cannot hang a
 //     pool. Without a timeout, a job that runs for ever while its worker
@@ -188,30 +191,23 @@
 // # Transports
 //
 // The scheduler knows a worker only as a link: a small interface that
-// takes typed messages (send these jobs, stop, terminate, cancel a job,
-// hand a job back) and never blocks on the worker; what every worker says
-// (hello, a job began, a job ended, what it evicted, goodbye, its end)
-// comes back on one channel. Three links implement it, none a mode of
-// another: a worker process over OS pipes ([Workers]), whose messages
-// travel as frames; a worker the pool did not start, over byte streams
-// that its transport carries ([Pool.Admit] and [Serve], which package
-// github.com/poolrun/poolrun/cluster uses across hosts), with the same
-// frames; and a goroutine of this process (Workers(0), [InProcess]), handed
-// typed tasks in a queue and giving typed replies back, with nothing
-// encoded but the jobs' values. The window has one interface per side,
-// [WindowPublisher] for the pool and [WindowReader] for a worker; the
-// transport that makes a window owns its type (shared memory for the
-// engine's own workers; for the cluster's, a record in its host's stream
-// that the host's agent puts in shared memory there), and the pool
-// publishes without holding its lock, so that a publish that crosses a
-// network holds up neither [Queue], [Pool.Stats] nor [Job.Cancel].
-// [StartWorkerProcess] starts, for a pool elsewhere, the same worker
-// process as a pool's own, whose frames its starter relays and whose
-// shared-memory window it publishes with the pool's generations, and
-// which stops its jobs' commands when the starter's lease
-// ([WorkerProcess.Lease]) ends; a
-// transport that serves workers in its own process uses [Serve] with
-// [OwnCache] and [NewWindowReader].
+// takes typed messages and never blocks on the worker. What every worker
+// says comes back on one channel. Three links implement it, none a mode of
+// another:
+//
+//   - a worker process over OS pipes ([Workers]), whose messages travel as
+//     frames;
+//   - a worker on another host, over byte streams that package
+//     github.com/poolrun/poolrun/cluster carries, with the same frames;
+//   - a goroutine of this process (Workers(0), [InProcess]), handed typed
+//     tasks in a queue, with nothing encoded but the jobs' values.
+//
+// The pool publishes the windows without holding its lock. So a publish
+// that crosses a network holds up neither [Queue], [Pool.Stats] nor
+// [Job.Cancel]. What package cluster needs of the engine (admitting a
+// worker, starting a worker process for a pool elsewhere, serving a pool
+// from a goroutine) is not part of this API: it goes through an internal
+// package of the module.
 //
 // A job is Running once it has been sent to a worker: a worker that is
 // sent short jobs ahead runs them one after the other, and says when each
@@ -232,8 +228,8 @@ package engine
 
 // The files of this package, one concern each.
 //
-// The API: options.go (pool options; Joiner, RemoteOnly), registry.go
-// (registered functions, Fingerprint), job.go (Queue, Job and its
+// The API: options.go (pool options; RemoteOnly), registry.go
+// (registered functions, the build's fingerprint), job.go (Queue, Job and its
 // options), pool.go (Pool, New, Go, Run), status.go, events.go, stats.go,
 // errors.go, policy.go (eviction policies), output.go (what workers and
 // jobs print), mapjobs.go (Map, RunMap), resources.go (JobResources,
@@ -256,7 +252,7 @@ package engine
 // The seam: transport.go (the transport and link interfaces, the messages),
 // window.go (the window interfaces and the shared-memory window). The links:
 // link_process.go (worker processes over pipes), link_stream.go (workers
-// over streams: Admit), link_local.go (goroutines), workerprocess.go (a
+// over streams: admit), link_local.go (goroutines), workerprocess.go (a
 // worker process started for a pool elsewhere), framelink.go (the
 // parent's half of the frames, shared by the first two), wire.go and
 // wiredecode.go (the frames), codec.go (job values), proc_linux.go and
@@ -264,6 +260,11 @@ package engine
 // lease_other.go (a worker process's lease from its starter).
 //
 // The worker: process.go (Init, a worker process's life), pipeworker.go
-// (the worker's half of the frames; Serve), jobcontrol.go (cancels and
+// (the worker's half of the frames), jobcontrol.go (cancels and
 // revokes while a job runs), serve.go (the serve loop), evict.go (the
 // window's evictions, the budget, idle eviction).
+//
+// The door: host.go registers with internal/enginehost what package
+// cluster and other packages' tests take from the engine (the joiner,
+// worker processes for a pool elsewhere, serving from a goroutine, the
+// options only tests set).

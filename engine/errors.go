@@ -42,14 +42,14 @@ var (
 	// item's build also matches, so one test covers every recovered panic.
 	ErrPanic = cachepool.ErrPanic
 
-	// ErrCrashLoop is wrapped by the error Run returns when workers died
-	// one after the other without having run a job (five of them: before
-	// the handshake, or after it while they had no job) and the pool
-	// stopped starting workers: the message gives how the last one ended,
-	// what it last printed on its standard error and, when none of them
-	// had answered the handshake, asks whether main calls [Init] first (a
-	// main that reaches [New] without it is [ErrNoInit] at the first
-	// worker instead).
+	// ErrCrashLoop is wrapped by the error Run returns when five workers
+	// in a row died without having run a job, and the pool stopped
+	// starting workers. Such a death is before the handshake, or after it
+	// while the worker had no job. The message gives how the last one
+	// ended and what it last printed on its standard error. When none of
+	// them had answered the handshake, it asks whether main calls [Init]
+	// first. (A main that reaches [New] without Init is [ErrNoInit] at
+	// the first worker instead.)
 	// The pool goes on with the workers that serve, and ends when none is
 	// left. A worker that dies under a job does not count (see [Retries]).
 	ErrCrashLoop = errors.New("crash loop")

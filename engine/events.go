@@ -25,7 +25,7 @@ const (
 	// WorkerDied: a worker ended other than by the pool's normal stop: it
 	// died, was killed (for a timeout, a cancel or its silence), or was
 	// terminated because the pool stopped early, or left the pool when it
-	// was asked to stop (a worker that joined it: see [Serve]) (Worker,
+	// was asked to stop (a worker that joined it from another host) (Worker,
 	// PID, and the end in Err). Its place is filled again while the pool
 	// runs, but for one that joined, one that did not answer its handshake
 	// in time, and after a crash loop (see [ErrCrashLoop]).
@@ -57,7 +57,8 @@ const (
 	// ItemLearned: a job of Func got the item Item (its name) without
 	// declaring it, the first time for that function (JobID, Labels,
 	// Worker: that job's): the pool now counts the item as needed by the
-	// function's unfinished jobs (see [LearnItems]). For a member of a
+	// function's unfinished jobs (see Functions, jobs and items in the
+	// package documentation). For a member of a
 	// cachepool.Family, whose name varies from job to job, it only says
 	// so, once per function and family.
 	ItemLearned

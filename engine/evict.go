@@ -37,7 +37,7 @@ const freeThreshold = 16 << 20
 // serve loop (a job) and the idle evictor.
 type runner struct {
 	mu     sync.Mutex
-	win    WindowReader
+	win    windowReader
 	cache  *cachepool.Cache
 	policy EvictPolicy
 	snap   shm.Snapshot

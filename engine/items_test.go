@@ -9,6 +9,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 )
 
 // The items of the item-event tests: each value's size is its Size.
@@ -146,7 +147,7 @@ func TestItemEventsRemote(t *testing.T) {
 	w, win := servePipes(t)
 	w.Window = shmPublisher{win}
 	var log itemLog
-	p := engine.New(engine.RemoteOnly(10*time.Second), engine.OnEvent(log.listen), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+	p := engine.New(engine.RemoteOnly(10*time.Second), engine.OnEvent(log.listen), hooks.Joiner(func(ctx context.Context, p enginehost.Pool) {
 		if err := p.Admit(w); err != nil {
 			t.Error(err)
 		}

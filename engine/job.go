@@ -176,7 +176,7 @@ func (j *Job[R]) Attempts() []Attempt {
 // turn. A job that has not started is Cancelled at once. A running job has
 // its context cancelled; it is Cancelled when it returns, whatever it
 // returns, or, if it has not returned within the grace period
-// ([CancelGrace]), when its worker has been killed (and replaced). A job
+// (5 s), when its worker has been killed (and replaced). A job
 // that has finished is left alone and Cancel returns an error wrapping
 // [ErrNotCancellable], as it does for a second Cancel of a running job.
 func (j *Job[R]) Cancel(reason string) error {

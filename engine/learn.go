@@ -26,26 +26,9 @@ const (
 	itemsStrict                   // fail the job (StrictItems)
 )
 
-// LearnItems turns the learning of undeclared items on (the default) or
-// off. With it on, when a job gets, with [cachepool.Item.Get], an item
-// that neither its function ([Uses]) nor the job ([Needs]) declares, its
-// worker says so with the job's reply, and the pool counts the item as
-// needed by every unfinished job of the same function, and by those
-// queued later: the window keeps it in the workers' caches for them, as
-// if the function declared it, and frees it once no such job remains.
-// Each (function, item) pair is said once, as an event of kind
-// [ItemLearned] and a line on the stderr of [WorkerOutput] that says what
-// to declare. A member of a cachepool.Family, whose name varies from job
-// to job, is not learned: the pool only says so, once per function and
-// family. Gets made by an item's build, of the items it is built from,
-// are not the job's and do not count.
-//
-// Learning costs a worker an atomic load per Get of an item other than
-// the one it got last, and the pool a pass over its jobs per pair
-// learned. The jobs sent to a worker before the pool learned an item may
-// still see it evicted before they run, and build it again: declaring
-// what a function uses is never slower.
-func LearnItems(on bool) Option {
+// learnItems turns the learning of undeclared items on (the default) or
+// off; only tests turn it off (enginehost.Engine.LearnItems).
+func learnItems(on bool) Option {
 	return func(c *config) {
 		if on {
 			c.items = itemsLearn

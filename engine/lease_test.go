@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/proctest"
 	"github.com/poolrun/poolrun/internal/spawn"
 )
@@ -40,17 +41,17 @@ func TestWorkerProcessLease(t *testing.T) {
 		t.Skip("leases are Linux's")
 	}
 	const lease = 2 * time.Second
-	var wp *engine.WorkerProcess
+	var wp enginehost.WorkerProcess
 	var end time.Time
-	p := engine.New(engine.RemoteOnly(time.Minute), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+	p := engine.New(engine.RemoteOnly(time.Minute), hooks.Joiner(func(ctx context.Context, p enginehost.Pool) {
 		var err error
-		if wp, err = engine.StartWorkerProcess(p.WindowCapacity(), nil, nil); err != nil {
+		if wp, err = hooks.StartWorkerProcess(p.WindowCapacity(), nil, nil); err != nil {
 			t.Error(err)
 			return
 		}
 		end = time.Now().Add(lease)
 		wp.Lease(end)
-		if err := p.Admit(engine.RemoteWorker{Jobs: wp.Jobs(), Control: wp.Control(), Replies: wp.Replies(), Window: &mirror{w: wp}}); err != nil {
+		if err := p.Admit(enginehost.RemoteWorker{Jobs: wp.Jobs(), Control: wp.Control(), Replies: wp.Replies(), Window: &mirror{w: wp}}); err != nil {
 			t.Error(err)
 		}
 	}))

@@ -34,7 +34,7 @@ func newLocalTransport(capacity int, params workerParams, out chan<- msg, output
 	return &localTransport{params: params, out: out, output: output, windows: shmWindows{capacity: capacity}, caches: map[int]*cachepool.Cache{}}
 }
 
-func (t *localTransport) newWindow() (WindowPublisher, error) { return t.windows.create() }
+func (t *localTransport) newWindow() (windowPublisher, error) { return t.windows.create() }
 
 // cache returns the cache of the worker of place index: the same for the
 // worker that takes the place of one abandoned (see localLink.terminate),
@@ -58,7 +58,7 @@ func (t *localTransport) close() {
 	}
 }
 
-func (t *localTransport) start(index int, win WindowPublisher) (link, error) {
+func (t *localTransport) start(index int, win windowPublisher) (link, error) {
 	w := t.windows.of(win)
 	if w == nil {
 		return nil, errors.New("engine: a local worker reads a window of its transport's making")
@@ -68,7 +68,7 @@ func (t *localTransport) start(index int, win WindowPublisher) (link, error) {
 
 // serve starts a worker for place index that reads w; its hello brings
 // joined along, if not nil, as that of a worker that joined by itself.
-func (t *localTransport) serve(index int, w *shm.Window, joined WindowPublisher) *localLink {
+func (t *localTransport) serve(index int, w *shm.Window, joined windowPublisher) *localLink {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &localLink{out: t.out, cancelServe: cancel, wake: make(chan struct{}, 1)}
 	l.kick = msg{from: l, pull: l.pull}

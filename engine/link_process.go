@@ -41,13 +41,13 @@ func newProcessTransport(capacity int, params workerParams, out chan<- msg, outp
 	return &processTransport{params: params, out: out, output: output, windows: shmWindows{capacity: capacity}}
 }
 
-func (t *processTransport) newWindow() (WindowPublisher, error) { return t.windows.create() }
+func (t *processTransport) newWindow() (windowPublisher, error) { return t.windows.create() }
 
 func (t *processTransport) close() {}
 
 // start starts a worker process for place index, with its link's
 // goroutines.
-func (t *processTransport) start(index int, win WindowPublisher) (link, error) {
+func (t *processTransport) start(index int, win windowPublisher) (link, error) {
 	w := t.windows.of(win)
 	if w == nil {
 		return nil, errors.New("engine: a worker process reads a window of its transport's making")

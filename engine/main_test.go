@@ -11,7 +11,12 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 )
+
+// hooks are what the engine lends tests: options no program needs, and
+// the doors package cluster uses (internal/enginehost).
+var hooks = enginehost.Get[engine.Option]()
 
 // The test binary is its own worker: TestMain calls engine.Init first, so
 // that the pools of the tests that start worker processes re-execute it.

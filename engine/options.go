@@ -7,13 +7,16 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/shm"
 )
 
 // Defaults of a pool's start and shutdown.
 const (
 	// defaultStartTimeout is how long a new worker has to answer the
-	// handshake, unless [StartTimeout] says otherwise.
+	// handshake. A worker that has not answered by then (its main is busy
+	// before it calls Init, say) is killed, the failure is reported in
+	// Run's error, and its place is not filled again.
 	defaultStartTimeout = 30 * time.Second
 	// stopTimeout is how long Run waits for workers asked to stop (which
 	// run the cleanups of their cached items) before it kills them.
@@ -28,8 +31,8 @@ const (
 type Option func(*config)
 
 type config struct {
-	joiners      []func(ctx context.Context, p *Pool)
-	remoteOnly   time.Duration // > 0: no local worker; the longest wait without any (RemoteOnly)
+	joiners      []func(ctx context.Context, p enginehost.Pool) // enginehost.Engine.Joiner
+	remoteOnly   time.Duration                                  // > 0: no local worker; the longest wait without any (RemoteOnly)
 	workers      int
 	inProcess    bool // the workers are goroutines (InProcess)
 	failFast     bool
@@ -65,8 +68,8 @@ func defaultConfig() config {
 		affinity:     true,
 		idleEvict:    true,
 		maxValue:     DefaultMaxValueSize,
-		grace:        DefaultCancelGrace,
-		silence:      DefaultSilenceLimit,
+		grace:        defaultCancelGrace,
+		silence:      defaultSilenceLimit,
 	}
 }
 
@@ -78,7 +81,7 @@ func defaultConfig() config {
 // graph that widens, as jobs finish and release their dependents or as
 // schedulers queue more, gets more workers as it does. A worker that has
 // started serves until the pool ends, and is replaced if it dies (see
-// [StartTimeout] and [ErrCrashLoop] for the exceptions). Zero runs the
+// [ErrCrashLoop] for the exceptions). Zero runs the
 // jobs serially in this process, in one worker there from the start, with
 // the same statuses, events, window and cache eviction as with workers.
 // Negative n panics.
@@ -161,18 +164,6 @@ func Evict(policy EvictPolicy) Option {
 		panic(fmt.Sprintf("engine: Evict(%d): unknown policy", uint8(policy)))
 	}
 	return func(c *config) { c.evict = policy }
-}
-
-// StartTimeout sets how long a new worker has to answer the handshake
-// (default 30 s). A worker that has not answered by then (its program's
-// main is busy before it calls [Init], say) is killed, the failure is
-// reported in Run's error, and the pool goes on with its other workers;
-// that worker's place is not filled again. d <= 0 panics.
-func StartTimeout(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("engine: StartTimeout(%v): not positive", d))
-	}
-	return func(c *config) { c.startTimeout = d }
 }
 
 // Affinity turns cache-affinity dispatch on or off (default on). With it, a
@@ -266,7 +257,7 @@ func Retries(n int) Option {
 // [JobTimeout] sets it for one job). A job past its time has its context
 // cancelled and is Failed with an error wrapping
 // [context.DeadlineExceeded], whatever it returns. If it has not returned
-// within the grace period ([CancelGrace]) its worker is killed, with the
+// within the grace period (5 s) its worker is killed, with the
 // processes it started, and replaced. The time runs from when the job's
 // worker starts it (as the pool sees it: when the worker has finished the
 // job before it). Negative d panics.
@@ -277,41 +268,25 @@ func Timeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
-// DefaultCancelGrace is the default of [CancelGrace]: 5 s.
-const DefaultCancelGrace = 5 * time.Second
-
-// CancelGrace sets how long a job whose context was cancelled (it timed
-// out, or [Job.Cancel] was called while it ran) has to return before its
-// worker is killed and replaced (default [DefaultCancelGrace]). d <= 0
-// panics.
-func CancelGrace(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("engine: CancelGrace(%v): not positive", d))
-	}
-	return func(c *config) { c.grace = d }
-}
-
 // heartbeatsPerSilence is how many times per silence limit a busy worker
 // says that it lives.
 const heartbeatsPerSilence = 8
 
-// DefaultSilenceLimit is the default of [SilenceLimit]: 30 s.
-const DefaultSilenceLimit = 30 * time.Second
-
-// SilenceLimit bounds how long a worker that has jobs may say nothing
-// (default [DefaultSilenceLimit]). A worker's process tells the pool that
-// it lives several times per limit while it runs a job, however long the
-// job, so a worker silent for longer is stopped (SIGSTOP), stuck with its
-// reply pipe in disorder, or lost: it is killed, its job Aborted (and
-// retried, see [Retries]) and its place filled. Time during which this
-// process itself did not run (it was stopped, or the machine slept) does
-// not count. d below 100 ms panics.
-func SilenceLimit(d time.Duration) Option {
-	if d < 100*time.Millisecond {
-		panic(fmt.Sprintf("engine: SilenceLimit(%v): below 100ms", d))
-	}
-	return func(c *config) { c.silence = d }
-}
+// Defaults of the fault handling, which only tests change
+// (enginehost.Engine: CancelGrace, SilenceLimit).
+const (
+	// defaultCancelGrace is how long a job whose context was cancelled
+	// (it timed out, or Job.Cancel was called while it ran) has to return
+	// before its worker is killed and replaced.
+	defaultCancelGrace = 5 * time.Second
+	// defaultSilenceLimit bounds how long a worker that has jobs may say
+	// nothing. A busy worker says it lives several times per limit, so a
+	// worker silent for longer is stopped (SIGSTOP), stuck with its reply
+	// pipe in disorder, or lost: it is killed, its job Aborted (or
+	// retried) and its place filled. Time during which this process did
+	// not run (it was stopped, the machine slept) does not count.
+	defaultSilenceLimit = 30 * time.Second
+)
 
 // WorkerOutput sets where this process writes what the pool's workers
 // print on their standard output and standard error (default [os.Stdout]
@@ -327,7 +302,7 @@ func SilenceLimit(d time.Duration) Option {
 // stdout and stderr must be safe for concurrent use, and should not block
 // for long, since a worker that prints waits for them. Every write has
 // been made when Run returns, but those of a serial job that the pool
-// gave up waiting for (see [CancelGrace]). Once a worker process has
+// gave up waiting for (see [Timeout]). Once a worker process has
 // ended, the pool waits a quarter of a second for the end of its output
 // (processes it left behind may hold its pipes), then passes on what its
 // pipes hold and no more. A nil writer panics.
@@ -338,18 +313,8 @@ func WorkerOutput(stdout, stderr io.Writer) Option {
 	return func(c *config) { c.output = workerOutput{stdout: stdout, stderr: stderr} }
 }
 
-// Joiner runs f while the pool runs, in a goroutine of its own, from the
-// start of the pool's run (its own workers start as its jobs need them,
-// see [Workers]), with a context that ends when the
-// pool stops taking jobs (before its workers are told to stop): a
-// transport that admits workers joining from elsewhere listens in f, and
-// calls [Pool.Admit] for each. Run waits for f to return.
-func Joiner(f func(ctx context.Context, p *Pool)) Option {
-	return func(c *config) { c.joiners = append(c.joiners, f) }
-}
-
 // RemoteOnly makes a pool that starts no worker of its own: every worker
-// joins through a [Joiner]. While the pool has jobs left and no live
+// joins from elsewhere (package github.com/poolrun/poolrun/cluster). While the pool has jobs left and no live
 // worker, for longer than wait (from the start, or since the last worker
 // left), Run fails with an error wrapping [ErrNoWorkers]. wait <= 0
 // panics.

@@ -61,15 +61,17 @@ type jobOutput struct {
 	stdout, stderr *lineWriter
 }
 
-// JobOutput returns where a job that runs with ctx should print so that
-// what it prints reaches the pool's [WorkerOutput] writers in whole lines:
-// in a worker process, the process's standard output and error (os.Stdout
-// and os.Stderr, which are pipes to the pool's process, or to the host
-// agent that passes them on to it); in serial mode, and in a worker of
-// [Serve] with [ServeOutput], writers that pass whole lines on to the
-// pool's writers (or ServeOutput's); with a context
-// that is no job's, os.Stdout and os.Stderr. A job that prints to
-// os.Stdout itself in serial mode bypasses the pool's writers.
+// JobOutput returns where a job that runs with ctx should print, so that
+// what it prints reaches the pool's [WorkerOutput] writers in whole lines.
+//
+//   - In a worker process: os.Stdout and os.Stderr, pipes to the pool's
+//     process (or to the host agent that passes them on).
+//   - In serial mode and in a host agent's goroutine worker: writers that
+//     pass whole lines on to the pool's writers.
+//   - With a context that is no job's: os.Stdout and os.Stderr.
+//
+// A job that prints to os.Stdout itself in serial mode bypasses the
+// pool's writers.
 func JobOutput(ctx context.Context) (stdout, stderr io.Writer) {
 	if o, ok := ctx.Value(jobOutputKey{}).(*jobOutput); ok {
 		return o.stdout, o.stderr

@@ -6,14 +6,12 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/poolrun/poolrun/cachepool"
 )
 
 // The worker's side of the frames (wire.go), over a worker process's pipes
-// or over the streams of a worker that joined a pool by itself ([Serve]).
+// or over the streams of a worker that joined a pool by itself
+// (serveHosted, host.go).
 
 // pipeWorker is a worker's side of the frames. The serve loop reads the
 // parent's frames itself; a goroutine reads the control stream, whose
@@ -205,79 +203,4 @@ func (w *pipeWorker) alive() error {
 
 func (w *pipeWorker) bye(b *byeInfo) error {
 	return w.send(func(e *enc) { e.bye(b) })
-}
-
-// A ServeOption is an option of [Serve].
-type ServeOption func(*serveConfig)
-
-type serveConfig struct {
-	ownCache bool
-	output   *jobOutput // nil: os.Stdout and os.Stderr
-}
-
-// OwnCache makes the worker's jobs use a cache of their own rather than
-// this process's default cache, as the goroutine workers of [InProcess]
-// do: for a process that serves several workers with Serve, each then
-// holding its items apart, as the pool's scheduler assumes.
-func OwnCache() ServeOption {
-	return func(c *serveConfig) { c.ownCache = true }
-}
-
-// ServeOutput makes what the worker's jobs print through [JobOutput] go
-// to stdout and stderr, in whole lines (as [WorkerOutput] says), rather
-// than to this process's os.Stdout and os.Stderr: for a process that
-// serves several workers with Serve and passes their output on (package
-// cluster's agent, to the pool). A nil writer panics.
-func ServeOutput(stdout, stderr io.Writer) ServeOption {
-	if stdout == nil || stderr == nil {
-		panic("engine: ServeOutput with a nil writer")
-	}
-	return func(c *serveConfig) {
-		c.output = &jobOutput{stdout: newLineWriter(stdout), stderr: newLineWriter(stderr)}
-	}
-}
-
-// Serve serves a pool as a worker it did not start: the pipe protocol's
-// handshake on jobs and replies, then every job the pool sends, until the
-// pool says stop (the cache is cleared, its cleanups run) or the jobs
-// stream ends, or ctx ends. Cancels and revokes come on control; win is
-// the window the pool publishes for this worker. The jobs run with this
-// process's default cache (cachepool.Default).
-//
-// When ctx ends (the worker's process was asked to stop, with SIGTERM
-// say), the worker leaves the pool: it starts no other job; the job it
-// runs, if any, has its context cancelled, and if it then returns an
-// error rather than a value it is Aborted, as when a worker dies under
-// its job (run again where the pool allows retries); the cache is cleared
-// (the cleanups run), the worker says goodbye, so that the pool gives its
-// other jobs to other workers at once, and Serve returns nil. If jobs is
-// an io.Closer, Serve closes it then, to stop waiting for a job.
-func Serve(ctx context.Context, jobs io.Reader, replies io.Writer, control io.Reader, win WindowReader, opts ...ServeOption) error {
-	var cfg serveConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	wc, params, err := acceptPipe(jobs, replies, control)
-	if err != nil {
-		return err
-	}
-	if c, ok := jobs.(io.Closer); ok {
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-	}
-	if o := cfg.output; o != nil {
-		ctx = context.WithValue(ctx, jobOutputKey{}, o)
-		defer o.stderr.flush()
-		defer o.stdout.flush()
-	}
-	cache, heap := cachepool.Default(), ownHeap
-	if cfg.ownCache {
-		cache, heap = cachepool.New(), sharedHeap
-	}
-	err = serve(ctx, wc, win, cache, params, heap, new(atomic.Bool))
-	if ctx.Err() == nil {
-		return err
-	}
-	cache.Clear()
-	return wc.bye(&byeInfo{stats: cache.Stats(), peakRSS: peakRSS()})
 }

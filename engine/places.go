@@ -195,7 +195,7 @@ func (s *scheduler) attach(pl *place, l link) {
 
 // addPlace makes a new place, reading window win: with EvictStale a window
 // of its own (nil: make one), else the pool's.
-func (s *scheduler) addPlace(win WindowPublisher) (*place, error) {
+func (s *scheduler) addPlace(win windowPublisher) (*place, error) {
 	w := s.shared
 	if win != nil {
 		w = &window{pub: win}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/shm"
 )
 
@@ -98,7 +99,7 @@ var scaleTransports = []struct {
 	{"streams", func(b *testing.B, w int) (*Pool, func()) {
 		var served sync.WaitGroup
 		var wins []*shmWindow
-		join := func(ctx context.Context, p *Pool) {
+		join := func(ctx context.Context, p enginehost.Pool) {
 			for range w {
 				win, err := shm.Create(100)
 				if err != nil {
@@ -115,18 +116,18 @@ var scaleTransports = []struct {
 					}
 				}
 				served.Go(func() {
-					Serve(context.Background(), rs[0], ws[1], rs[2], shmReader{win})
+					serveHosted(context.Background(), rs[0], ws[1], rs[2], win, nil, nil)
 					ws[1].Close()
 					rs[0].Close()
 					rs[2].Close()
 				})
-				if err := p.Admit(RemoteWorker{Jobs: ws[0], Replies: rs[1], Control: ws[2], Window: pub}); err != nil {
+				if err := p.Admit(enginehost.RemoteWorker{Jobs: ws[0], Replies: rs[1], Control: ws[2], Window: pub}); err != nil {
 					b.Error(err)
 					return
 				}
 			}
 		}
-		return New(RemoteOnly(time.Minute), Joiner(join)), func() {
+		return New(RemoteOnly(time.Minute), joiner(join)), func() {
 			served.Wait()
 			for _, pub := range wins {
 				pub.Close() // the pool's end closed it, unless Admit failed
@@ -211,13 +212,13 @@ type queueTransport struct {
 	hello []msg
 }
 
-func (t *queueTransport) start(int, WindowPublisher) (link, error) {
+func (t *queueTransport) start(int, windowPublisher) (link, error) {
 	l := &queueLink{}
 	t.links = append(t.links, l)
 	t.hello = append(t.hello, msg{from: l, hello: &hello{pid: len(t.links)}})
 	return l, nil
 }
-func (t *queueTransport) newWindow() (WindowPublisher, error) { return &countWindow{}, nil }
+func (t *queueTransport) newWindow() (windowPublisher, error) { return &countWindow{}, nil }
 func (t *queueTransport) close()                              {}
 
 // BenchmarkSchedulerReply measures the scheduler's work per reply with w

@@ -246,7 +246,7 @@ func TestPlaceSets(t *testing.T) {
 				queueUse(p, use{Items: []int{i % 8}})
 			}
 		}},
-		{"cancels-timeouts-deaths", []Option{InProcess(4), CancelGrace(20 * time.Millisecond), Retries(1)}, func(p *Pool) {
+		{"cancels-timeouts-deaths", []Option{InProcess(4), func(c *config) { c.grace = 20 * time.Millisecond }, Retries(1)}, func(p *Pool) {
 			var later []*Job[int]
 			for i := range 60 {
 				switch i % 6 {

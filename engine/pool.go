@@ -138,8 +138,8 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 // Run returns nil when every job succeeded or was cancelled with
 // [Job.Cancel]. Otherwise it returns [errors.Join] of a [*JobError] per job
 // that failed or was aborted and per scheduler that returned an error, of
-// an error per worker that did not answer its handshake in time (see
-// [StartTimeout]), of an error wrapping [ErrNoInit] if main does not call
+// an error per worker that did not answer its handshake in time (30 s),
+// of an error wrapping [ErrNoInit] if main does not call
 // [Init] first, of an error wrapping [ErrCrashLoop] if workers kept dying
 // before they ran a job, and of the context's error if it ended.
 // Jobs cancelled because a dependency did not succeed are not listed: the
@@ -221,7 +221,7 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 		joinCtx, stopJoiners := context.WithCancel(ctx)
 		var joiners sync.WaitGroup
 		for _, f := range p.cfg.joiners {
-			joiners.Go(func() { f(joinCtx, p) })
+			joiners.Go(func() { f(joinCtx, hostPool{p}) })
 		}
 		err = s.loop(ctx, stopSchedulers)
 		stopJoiners()
@@ -234,8 +234,3 @@ func (p *Pool) runScheduler(ctx context.Context, stopSchedulers context.CancelFu
 	s.closeWindows()
 	return err
 }
-
-// WindowCapacity is the number of slots of the pool's windows
-// ([WindowCapacity]): a transport that makes windows of its own for the
-// workers it admits gives them as many.
-func (p *Pool) WindowCapacity() int { return p.cfg.capacity }

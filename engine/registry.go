@@ -115,15 +115,11 @@ func handleKeys(items []cachepool.Handle) []uint64 {
 	return slices.Compact(keys)
 }
 
-// ProtocolVersion is the version of the protocol between a pool and its
-// workers (PROTOCOL.md) that this build speaks.
-const ProtocolVersion = protoVersion
-
-// Fingerprint identifies this build as a pool's workers must match it: a
+// fingerprint identifies this build as a pool's workers must match it: a
 // hash of the protocol version and the names of the registered functions,
 // in hexadecimal. A worker of another build would not find a job's
 // function, or would read its frames otherwise.
-func Fingerprint() string {
+func fingerprint() string {
 	registry.RLock()
 	names := make([]string, 0, len(registry.funcs))
 	for name := range registry.funcs {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/shm"
 )
 
@@ -17,8 +18,8 @@ var remoteSquare = engine.Register("engine_test.remote.square", func(ctx context
 	return x * x, nil
 })
 
-// shmPublisher and shmReader are a window of this host's shared memory as
-// a transport would hand it to Admit and Serve.
+// shmPublisher is a window of this host's shared memory as a transport
+// would hand it to Admit.
 type shmPublisher struct{ w *shm.Window }
 
 func (p shmPublisher) Publish(keys []uint64) bool {
@@ -29,25 +30,11 @@ func (p shmPublisher) Gen() uint64       { return p.w.Gen() }
 func (p shmPublisher) Publishes() uint64 { return p.w.Publishes() }
 func (p shmPublisher) Close()            { p.w.Close() }
 
-type shmReader struct{ *shm.Window }
-
-func (r shmReader) WaitGen(gen uint64, deadline time.Time) bool {
-	_, err := r.Window.WaitGen(gen, deadline)
-	return err == nil
-}
-
-func (r shmReader) WaitChange(after uint64, deadline time.Time) uint64 {
-	if g, _ := r.Window.WaitGen(after+1, deadline); g != 0 {
-		return g
-	}
-	return r.Gen()
-}
-
 // servePipes starts a worker of Serve in a goroutine, over in-process
 // pipes (as a transport across hosts would carry its streams), reading a
 // window in shared memory, and returns its streams for Admit (the window
 // is the caller's to give) and the window.
-func servePipes(t *testing.T) (engine.RemoteWorker, *shm.Window) {
+func servePipes(t *testing.T) (enginehost.RemoteWorker, *shm.Window) {
 	t.Helper()
 	win, err := shm.Create(100)
 	if err != nil {
@@ -57,10 +44,10 @@ func servePipes(t *testing.T) (engine.RemoteWorker, *shm.Window) {
 	repR, repW := io.Pipe()
 	ctlR, ctlW := io.Pipe()
 	go func() {
-		engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		hooks.Serve(context.Background(), jobsR, repW, ctlR, win, nil, nil)
 		repW.Close()
 	}()
-	return engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR}, win
+	return enginehost.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR}, win
 }
 
 // TestAdmit: a worker the pool did not start, served over streams of its
@@ -77,24 +64,27 @@ func TestAdmit(t *testing.T) {
 	ctlR, ctlW := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		err := engine.Serve(context.Background(), jobsR, repW, ctlR, shmReader{win})
+		err := hooks.Serve(context.Background(), jobsR, repW, ctlR, win, nil, nil)
 		repW.Close()
 		served <- err
 	}()
 
-	p := engine.New(engine.Workers(0))
+	var joined enginehost.Pool
+	p := engine.New(engine.Workers(0), hooks.Joiner(func(ctx context.Context, h enginehost.Pool) {
+		joined = h
+		if err := h.Admit(enginehost.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err != nil {
+			t.Error(err)
+		}
+	}))
 	var jobs []*engine.Job[int]
 	for i := range 200 {
 		jobs = append(jobs, engine.Queue(p, remoteSquare, i))
 	}
-	if err := p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err == nil {
-		t.Error("Admit before Run succeeded")
-	}
-	p.Go(func(ctx context.Context) error {
-		return p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}})
-	})
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if err := joined.Admit(enginehost.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win}}); err == nil {
+		t.Error("Admit after Run succeeded")
 	}
 	for i, j := range jobs {
 		if v, err := j.Result(); err != nil || v != i*i {
@@ -126,7 +116,7 @@ func TestAdmit(t *testing.T) {
 func TestRemoteOnly(t *testing.T) {
 	w, win := servePipes(t)
 	w.Window = shmPublisher{win}
-	p := engine.New(engine.RemoteOnly(10*time.Second), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+	p := engine.New(engine.RemoteOnly(10*time.Second), hooks.Joiner(func(ctx context.Context, p enginehost.Pool) {
 		time.Sleep(300 * time.Millisecond)
 		if err := p.Admit(w); err != nil {
 			t.Error(err)
@@ -193,7 +183,7 @@ func TestPublishOffTheLock(t *testing.T) {
 	w, win := servePipes(t)
 	pub := &slowPublisher{shmPublisher: shmPublisher{win}, entered: make(chan struct{}), release: make(chan struct{})}
 	w.Window = pub
-	p := engine.New(engine.RemoteOnly(time.Minute), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+	p := engine.New(engine.RemoteOnly(time.Minute), hooks.Joiner(func(ctx context.Context, p enginehost.Pool) {
 		if err := p.Admit(w); err != nil {
 			t.Error(err)
 		}
@@ -253,12 +243,13 @@ func TestAdmittedAsPoolEnds(t *testing.T) {
 	_, ctlW := io.Pipe()
 	go io.Copy(io.Discard, jobsR) // takes the handshake, as a worker would
 	killed := make(chan struct{})
-	p := engine.New(engine.Workers(0))
+	p := engine.New(engine.Workers(0), hooks.Joiner(func(_ context.Context, h enginehost.Pool) {
+		if err := h.Admit(enginehost.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win},
+			Kill: func() { close(killed) }}); err != nil {
+			t.Error(err)
+		}
+	}))
 	engine.Queue(p, remoteSquare, 2)
-	p.Go(func(context.Context) error {
-		return p.Admit(engine.RemoteWorker{Jobs: jobsW, Control: ctlW, Replies: repR, Window: shmPublisher{win},
-			Kill: func() { close(killed) }})
-	})
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import "slices"
 // figures of its last publish (for Stats, which never asks a window
 // itself), and whether it overflowed.
 type window struct {
-	pub       WindowPublisher
+	pub       windowPublisher
 	gen, pubs uint64
 	over      bool
 	keys      []uint64 // the set to publish this round (publication)

@@ -11,42 +11,51 @@ import (
 // (transport.go) and the window only as a publisher (window.go).
 
 // crashLoopLimit is how many workers in a row may die without having run
-// a job (before the handshake, or after it while they had no job; see
-// died) before the pool starts no more workers: a program whose start-up
-// fails (before it reaches New, where a main that skipped Init is told at
-// the first worker: ErrNoInit) then makes Run fail within seconds instead
-// of starting workers forever. A worker that dies under a job does
-// not count: that death is the job's (Aborted, or retried), and the jobs
-// bound how often it can happen.
+// a job before the pool starts no more workers. Such a death happens
+// before the handshake, or after it while the worker had no job (see
+// died). A program whose start-up fails then makes Run fail within
+// seconds instead of starting workers forever. (A main that skipped Init
+// is told sooner, at the first worker: ErrNoInit.) A worker that dies
+// under a job does not count: that death is the job's (Aborted, or
+// retried), and the jobs bound how often it can happen.
 const crashLoopLimit = 5
 
-// Dispatch: a worker is sent a job while it still has others only when all
-// of those are of functions whose jobs take less than fastJob on average,
-// and together about less than inFlightBudget, and never more than
-// maxInFlight at once; or, one job ahead of the one it runs, when that
-// one's function takes less than aheadJob on average and it has not run
-// for longer than that, and the job sent ahead builds nothing (every item
-// it needs is resident in that worker, as last reported: a build sent
-// ahead would start while the window still lists the running job's items,
-// and the worker would hold both). Short jobs thus stream to a worker
-// without waiting for a round trip each, and the worker does not fall
-// idle between them (waking a Go process from idle costs more than the
-// round trip); long jobs go one at a time to whichever worker is free. A
-// worker found unable to take one more job is looked at again once
-// something changes at it (a job sent to it or ended, a cancel, its
-// worker's state), or once a function's average time is first known or
-// falls below fastJob or aheadJob; not as the averages merely drift, which
-// would make every busy worker worth a look after every reply (so a
-// worker at the budget takes one more job after its next reply). A
-// worker that has nothing to do while jobs that need no cache item wait
-// behind others' takes one of them back: the parent revokes the last such
-// job waiting at the busiest worker, which hands it back unless it has
-// started it (rebalance), so that such a job does not wait behind a
-// job that turned out long. Nothing is sent ahead in a pool with a
-// Capacity (the jobs counted are those that run) or with FailFast: a
-// worker takes the job waiting for it the moment the one before ends,
-// before the parent has heard of that end, so that one sent ahead of a
-// job that fails would start after the failure.
+// Dispatch: how many jobs a worker is sent at once.
+//
+//   - Streaming: a worker with jobs in flight is sent one more only if
+//     every job in flight there is of a function that takes less than
+//     fastJob on average; the jobs in flight then sum to about
+//     inFlightBudget at most, and never number more than maxInFlight.
+//   - One ahead: a worker running one job is also sent the next if that
+//     job's function takes less than aheadJob on average, the job has not
+//     run longer than that, and the job sent ahead builds nothing (all
+//     its items are resident there, as last reported).
+//   - Otherwise a job goes to a worker that runs none.
+//
+// Short jobs so stream to a worker without a round trip each, and the
+// worker does not fall idle between them: waking an idle Go process costs
+// more than the round trip. Long jobs go one at a time to whichever worker
+// is free. A job sent ahead must build nothing because its build would
+// start while the window still lists the running job's items, and the
+// worker would hold both.
+//
+// A worker found unable to take one more job is looked at again when
+// something changes at it (a job sent or ended, a cancel, its state), or
+// when a function's average time is first known or falls below fastJob or
+// aheadJob. It is not looked at as the averages merely drift: every busy
+// worker would then be worth a look after every reply. So a worker at the
+// budget takes one more job after its next reply.
+//
+// Rebalancing: a worker with nothing to do, while jobs that need no cache
+// item wait behind others' jobs, takes one of them back. The parent
+// revokes the last such job waiting at the busiest worker, which hands it
+// back unless it has started it. So such a job does not wait behind one
+// that turned out long.
+//
+// Nothing is sent ahead in a pool with a Capacity (the jobs counted are
+// those that run) or with FailFast. A worker takes the job waiting for it
+// the moment the one before ends, before the parent has heard of that
+// end; a job sent ahead of one that fails would start after the failure.
 const (
 	fastJob        = 200 * time.Microsecond
 	inFlightBudget = time.Millisecond

@@ -186,7 +186,7 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 //
 // idle is set while serve waits for the parent with nothing to do, so that
 // a signal handler may end the process at once.
-func serve(ctx context.Context, wc workerConn, win WindowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
+func serve(ctx context.Context, wc workerConn, win windowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
 	defer wc.release()
 	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
 	// A job's context carries the worker's values, and is cancelled

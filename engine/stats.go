@@ -32,7 +32,7 @@ type WorkerStats struct {
 	// Index numbers the place from 1. PID is its current (or last) process.
 	Index, PID int
 	// Host is the host name of a worker that joined from elsewhere
-	// ([Pool.Admit]), as it said when it joined; "" for the pool's own
+	// (package cluster), as it said when it joined; "" for the pool's own
 	// workers, which run on this host (PID is then of this host too).
 	Host string
 	// Live says that a worker holds the place now: it has answered the

@@ -26,9 +26,9 @@ type transport interface {
 	// start starts a worker for place index, reading window win (made by
 	// the transport's newWindow). The worker says hello when it is
 	// ready; a transport whose workers join on their own may refuse.
-	start(index int, win WindowPublisher) (link, error)
+	start(index int, win windowPublisher) (link, error)
 	// newWindow makes a window the transport's workers can read.
-	newWindow() (WindowPublisher, error)
+	newWindow() (windowPublisher, error)
 	// close releases what the transport holds; every worker has gone.
 	close()
 }
@@ -120,7 +120,7 @@ type byeInfo struct {
 type hello struct {
 	pid  int
 	host string // of a worker that joined from elsewhere (RemoteWorker.Host)
-	win  WindowPublisher
+	win  windowPublisher
 }
 
 // A note says that a job began on its worker (started, its id, at the

@@ -22,11 +22,11 @@ type joinTransport struct {
 	links []link
 }
 
-func (t *joinTransport) start(int, WindowPublisher) (link, error) {
+func (t *joinTransport) start(int, windowPublisher) (link, error) {
 	return nil, errors.New("workers join by themselves")
 }
 
-func (t *joinTransport) newWindow() (WindowPublisher, error) { return t.lt.newWindow() }
+func (t *joinTransport) newWindow() (windowPublisher, error) { return t.lt.newWindow() }
 
 func (t *joinTransport) close() { t.lt.close() }
 

@@ -6,43 +6,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/shm"
 )
 
 // The window, as the scheduler and the workers see it: one interface per
 // side. The scheduler publishes the set of required keys through a
-// WindowPublisher; a worker reads it on its own schedule through a
-// WindowReader. The engine's transports make windows in shared memory
-// ([shm.Window]); a transport that reaches other hosts (package cluster)
-// makes its own and hands them over with [Pool.Admit] and [Serve]. A
-// transport owns the window type it makes: nothing else looks behind the
-// interfaces.
+// windowPublisher; a worker reads it on its own schedule through a
+// windowReader. The engine's transports make windows in shared memory
+// ([shm.Window]). A transport that reaches other hosts (package cluster)
+// makes its own publishers and hands them over with the worker it admits
+// (internal/enginehost). A transport owns the window type it makes:
+// nothing else looks behind the interfaces.
 
-// A WindowPublisher is the pool's side of a window.
-//
-// Only the pool's scheduler publishes, one publish at a time, and never
-// while it holds the pool's lock: Publish may take as long as its transport
-// needs (a network round trip, say) without holding up Queue, Stats or
-// Cancel.
-type WindowPublisher interface {
-	// Publish replaces the set of required keys and reports whether it
-	// holds more keys than the window has room for (the window then says
-	// "keep everything").
-	Publish(keys []uint64) (over bool)
-	// Gen is the window's generation, which grows with every Publish that
-	// changes the set: a job sent with generation g must not run on an
-	// older view of the window.
-	Gen() uint64
-	// Publishes counts the publishes that changed the set.
-	Publishes() uint64
-	// Close releases the window; Gen and Publishes keep their last
-	// figures.
-	Close()
-}
+// windowPublisher is the pool's side of a window; its contract is in
+// enginehost, where package cluster implements it.
+type windowPublisher = enginehost.WindowPublisher
 
-// A WindowReader is a worker's side of a window: the engine's own, in
-// shared memory, or one a transport makes ([Serve]).
-type WindowReader interface {
+// A windowReader is a worker's side of a window.
+type windowReader interface {
 	// Gen returns the generation the worker can see now.
 	Gen() uint64
 	// Snapshot copies the set (into dst's room) with its generation.
@@ -109,10 +91,10 @@ func (s *shmWindow) Close() {
 type shmWindows struct {
 	capacity int
 	mu       sync.Mutex
-	made     map[WindowPublisher]*shm.Window
+	made     map[windowPublisher]*shm.Window
 }
 
-func (ws *shmWindows) create() (WindowPublisher, error) {
+func (ws *shmWindows) create() (windowPublisher, error) {
 	w, err := shm.Create(ws.capacity)
 	if err != nil {
 		return nil, fmt.Errorf("engine: creating a window: %w", err)
@@ -121,24 +103,18 @@ func (ws *shmWindows) create() (WindowPublisher, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.made == nil {
-		ws.made = map[WindowPublisher]*shm.Window{}
+		ws.made = map[windowPublisher]*shm.Window{}
 	}
 	ws.made[pub] = w
 	return pub, nil
 }
 
 // of returns the memory of win, which ws made; nil for any other window.
-func (ws *shmWindows) of(win WindowPublisher) *shm.Window {
+func (ws *shmWindows) of(win windowPublisher) *shm.Window {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.made[win]
 }
-
-// NewWindowReader returns a worker's view of w, a window in shared memory,
-// as the engine's worker processes read theirs: for a transport that
-// serves workers in its own process with [Serve] beside windows it writes
-// (shm.Window.PublishAt).
-func NewWindowReader(w *shm.Window) WindowReader { return shmReader{w} }
 
 // shmReader is a worker's view of a window in shared memory.
 type shmReader struct {

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
+	"github.com/poolrun/poolrun/internal/enginehost"
 )
 
 const (
 	protoMagic   = "POOLRUN\x00"
-	protoVersion = 11
+	protoVersion = enginehost.ProtocolVersion
 
 	// maxFrame bounds one frame's payload, so that a corrupt length cannot
 	// make a reader allocate without limit.

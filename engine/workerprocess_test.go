@@ -8,6 +8,7 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 )
 
 var (
@@ -28,7 +29,7 @@ var (
 // that carries sets to another host would make it: each publish goes to
 // the worker's window with the next generation.
 type mirror struct {
-	w *engine.WorkerProcess
+	w enginehost.WorkerProcess
 
 	mu        sync.Mutex
 	gen, pubs uint64
@@ -65,14 +66,14 @@ func (m *mirror) Close() {}
 // mirrors the pool's sets, runs the pool's jobs and evicts what the
 // window no longer lists; it exits with status 0 when the pool stops it.
 func TestWorkerProcess(t *testing.T) {
-	var wp *engine.WorkerProcess
-	p := engine.New(engine.RemoteOnly(time.Minute), engine.Joiner(func(ctx context.Context, p *engine.Pool) {
+	var wp enginehost.WorkerProcess
+	p := engine.New(engine.RemoteOnly(time.Minute), hooks.Joiner(func(ctx context.Context, p enginehost.Pool) {
 		var err error
-		if wp, err = engine.StartWorkerProcess(p.WindowCapacity(), nil, nil); err != nil {
+		if wp, err = hooks.StartWorkerProcess(p.WindowCapacity(), nil, nil); err != nil {
 			t.Error(err)
 			return
 		}
-		w := engine.RemoteWorker{Jobs: wp.Jobs(), Control: wp.Control(), Replies: wp.Replies(), Window: &mirror{w: wp}, Host: "agent"}
+		w := enginehost.RemoteWorker{Jobs: wp.Jobs(), Control: wp.Control(), Replies: wp.Replies(), Window: &mirror{w: wp}, Host: "agent"}
 		if err := p.Admit(w); err != nil {
 			t.Error(err)
 		}

@@ -173,7 +173,7 @@ func TestTimeout(t *testing.T) {
 // and the pool goes on.
 func TestTimeoutKill(t *testing.T) {
 	var ev statusEvents
-	p := engine.New(engine.Workers(1), engine.Timeout(200*time.Millisecond), engine.CancelGrace(300*time.Millisecond), engine.OnEvent(ev.add))
+	p := engine.New(engine.Workers(1), engine.Timeout(200*time.Millisecond), hooks.CancelGrace(300*time.Millisecond), engine.OnEvent(ev.add))
 	deaf := engine.Queue(p, sleepDeaf, time.Minute)
 	next := engine.Queue(p, square, 5)
 	start := time.Now()
@@ -204,7 +204,7 @@ func TestTimeoutSerial(t *testing.T) {
 	for len(deafReturned) > 0 {
 		<-deafReturned // said by an earlier test
 	}
-	p := engine.New(engine.Workers(0), engine.Timeout(100*time.Millisecond), engine.CancelGrace(100*time.Millisecond))
+	p := engine.New(engine.Workers(0), engine.Timeout(100*time.Millisecond), hooks.CancelGrace(100*time.Millisecond))
 	deaf := engine.Queue(p, sleepDeaf, time.Second)
 	next := engine.Queue(p, square, 5)
 	if err := p.Run(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
@@ -229,7 +229,7 @@ func TestTimeoutSerial(t *testing.T) {
 // Cancelled once the grace period after Cancel is past, its worker killed
 // and replaced.
 func TestCancelRunningKill(t *testing.T) {
-	p := engine.New(engine.Workers(1), engine.CancelGrace(300*time.Millisecond))
+	p := engine.New(engine.Workers(1), hooks.CancelGrace(300*time.Millisecond))
 	started := filepath.Join(t.TempDir(), "started")
 	deaf := engine.Queue(p, markDeaf, started)
 	next := engine.Queue(p, square, 6)
@@ -268,7 +268,7 @@ var stopSelf = engine.Register("test.stopself", func(ctx context.Context, path s
 // TestSilentWorker: a worker stopped with SIGSTOP while it runs a job is
 // killed after the silence limit; the job is Aborted, and retried.
 func TestSilentWorker(t *testing.T) {
-	p := engine.New(engine.Workers(1), engine.SilenceLimit(time.Second), engine.Retries(1))
+	p := engine.New(engine.Workers(1), hooks.SilenceLimit(time.Second), engine.Retries(1))
 	j := engine.Queue(p, stopSelf, filepath.Join(t.TempDir(), "stopped"))
 	start := time.Now()
 	if err := p.Run(context.Background()); err != nil {
@@ -298,7 +298,7 @@ var writeHeader = engine.Register("test.writeheader", func(ctx context.Context, 
 // frame header is killed (after the silence limit at most); its job is
 // Aborted, and retried.
 func TestWedgedReplies(t *testing.T) {
-	p := engine.New(engine.Workers(1), engine.SilenceLimit(time.Second), engine.Retries(1))
+	p := engine.New(engine.Workers(1), hooks.SilenceLimit(time.Second), engine.Retries(1))
 	j := engine.Queue(p, writeHeader, filepath.Join(t.TempDir(), "written"))
 	start := time.Now()
 	if err := p.Run(context.Background()); err != nil {

@@ -11,8 +11,13 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
+
+// hooks are what the engine lends tests: options no program needs, and
+// the doors package cluster uses (internal/enginehost).
+var hooks = enginehost.Get[engine.Option]()
 
 // envRole makes the test binary play a part instead of running the tests.
 const envRole = "POOLRUN_TEST_ROLE"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
@@ -73,7 +74,7 @@ func TestHandshakeTimeout(t *testing.T) {
 	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
 	// The timeout leaves a loaded machine time to start the other worker
 	// (a race-built test binary that links NATS).
-	p := engine.New(engine.Workers(2), engine.StartTimeout(3*time.Second))
+	p := engine.New(engine.Workers(2), hooks.StartTimeout(3*time.Second))
 	var jobs []*engine.Job[span]
 	for range 40 { // 4 s for the one worker: longer than the timeout
 		jobs = append(jobs, engine.Queue(p, stamp, 100*time.Millisecond))
@@ -101,7 +102,7 @@ func TestHandshakeTimeout(t *testing.T) {
 // error that says so and names engine.Init, rather than wait.
 func TestHandshakeTimeoutAll(t *testing.T) {
 	t.Setenv(envStallOnce, filepath.Join(t.TempDir(), "stalled"))
-	p := engine.New(engine.Workers(1), engine.StartTimeout(2*time.Second))
+	p := engine.New(engine.Workers(1), hooks.StartTimeout(2*time.Second))
 	j := engine.Queue(p, square, 3)
 	start := time.Now()
 	err := p.Run(context.Background())
@@ -148,7 +149,7 @@ func TestStalledWorkerAtTheEnd(t *testing.T) {
 // what the marker is for; no panic.
 func TestWorkerStartedByHand(t *testing.T) {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), engine.WorkerEnv+"="+strconv.Itoa(engine.ProtocolVersion))
+	cmd.Env = append(os.Environ(), engine.WorkerEnv+"="+strconv.Itoa(enginehost.ProtocolVersion))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()
