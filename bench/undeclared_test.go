@@ -65,7 +65,7 @@ func BenchmarkUndeclaredItems(b *testing.B) {
 		opts []engine.Option
 	}{
 		{"learning=on", undeclaredUse, nil},
-		{"learning=off", undeclaredUse, []engine.Option{hooks.LearnItems(false)}},
+		{"learning=off", undeclaredUse, []engine.Option{engine.LearnItems(false)}},
 		{"declared", declaredUse, nil},
 	}
 	for _, c := range cases {

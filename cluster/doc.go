@@ -128,14 +128,14 @@
 //
 // An agent pings the pool every 500 ms, each ping saying when it was
 // sent, and the pool echoes each one while it counts the host as its
-// own. The pool gives up a host whose agent's connection to the server
-// closes (an agent killed, a host down: within half a second), or from
-// which it has heard nothing for 10 s of the time the pool's process ran
-// (a pool stopped with Ctrl-Z, then continued, keeps its hosts): its
-// workers' running jobs are Aborted with engine.ErrWorkerDied, or run
-// again where retries were asked for, and the agent is told, if it can
-// still hear, that it was given up: it kills its workers and their jobs'
-// commands and ends with an error.
+// own. The pool gives up a host when its agent's connection to the
+// server closes (an agent killed, a host down: within half a second), or
+// when it has heard nothing from it for 10 s of the time the pool's
+// process ran. A pool stopped with Ctrl-Z, then continued, keeps its
+// hosts. The running jobs of a host given up are Aborted with
+// engine.ErrWorkerDied, or run again where retries were asked for. Its
+// agent is told, if it can still hear: it kills its workers and their
+// jobs' commands and ends with an error.
 //
 // Fencing: nothing of a job runs on beside its retry. The agent holds a
 // lease that lasts 5 s (half the silence limit) from the sending of the

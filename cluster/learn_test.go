@@ -55,7 +55,7 @@ func TestLearnItemsRemote(t *testing.T) {
 	if on := run(); on > 2+2*4 {
 		t.Errorf("learning: %d builds, want at most 10 (the first job's 2, then 2 per worker)", on)
 	}
-	if off := run(hooks.LearnItems(false)); off != 200 {
+	if off := run(engine.LearnItems(false)); off != 200 {
 		t.Errorf("without learning: %d builds, want 200", off)
 	}
 }

@@ -60,7 +60,8 @@
 // declare, with an event of kind [ItemLearned]. Until it has learned, the
 // worker builds the item anew for every job. A member of a
 // cachepool.Family, whose name varies from job to job, is not learned.
-// [StrictItems] makes such a job fail instead, for tests.
+// [LearnItems] turns learning off; [StrictItems] makes such a job fail
+// instead, for tests.
 //
 // # Functions, jobs and items
 //

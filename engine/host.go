@@ -35,7 +35,6 @@ func init() {
 			}
 			return func(c *config) { c.silence = d }
 		},
-		LearnItems: learnItems,
 	})
 }
 

@@ -26,9 +26,10 @@ const (
 	itemsStrict                   // fail the job (StrictItems)
 )
 
-// learnItems turns the learning of undeclared items on (the default) or
-// off; only tests turn it off (enginehost.Engine.LearnItems).
-func learnItems(on bool) Option {
+// LearnItems turns the learning of undeclared items on (the default) or
+// off. Off, workers do not watch what a job gets: an undeclared item is
+// built anew for every job that gets it, and nothing is said.
+func LearnItems(on bool) Option {
 	return func(c *config) {
 		if on {
 			c.items = itemsLearn

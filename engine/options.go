@@ -290,13 +290,14 @@ const (
 
 // WorkerOutput sets where this process writes what the pool's workers
 // print on their standard output and standard error (default [os.Stdout]
-// and [os.Stderr]). A worker process's output comes through a pipe per
-// stream and is written in whole lines: each Write holds one or more
-// complete lines, so that the lines of several workers never mix, but for
-// a line longer than 64 KiB, which may come in pieces of that size, and an
-// unfinished last line, which comes as it is when the worker ends. In
-// serial mode what a job writes to the writers of [JobOutput] comes the
-// same way.
+// and [os.Stderr]).
+//
+// Output is written in whole lines: each Write holds one or more complete
+// lines, so the lines of several workers never mix. Two exceptions: a line
+// longer than 64 KiB may come in pieces of that size, and an unfinished
+// last line comes as it is when the worker ends. A worker process's output
+// comes through a pipe per stream; in serial mode, what a job writes to
+// the writers of [JobOutput] comes the same way.
 //
 // Writes come from several goroutines at once, one per worker and stream:
 // stdout and stderr must be safe for concurrent use, and should not block

@@ -136,12 +136,15 @@ func (p *Pool) startGo(fn func(context.Context) error) {
 // in a worker process.
 //
 // Run returns nil when every job succeeded or was cancelled with
-// [Job.Cancel]. Otherwise it returns [errors.Join] of a [*JobError] per job
-// that failed or was aborted and per scheduler that returned an error, of
-// an error per worker that did not answer its handshake in time (30 s),
-// of an error wrapping [ErrNoInit] if main does not call
-// [Init] first, of an error wrapping [ErrCrashLoop] if workers kept dying
-// before they ran a job, and of the context's error if it ended.
+// [Job.Cancel]. Otherwise it returns [errors.Join] of:
+//   - a [*JobError] per job that failed or was aborted, and per scheduler
+//     that returned an error;
+//   - an error per worker that did not answer its handshake in time (30 s);
+//   - an error wrapping [ErrNoInit] if main does not call [Init] first;
+//   - an error wrapping [ErrCrashLoop] if workers kept dying before they
+//     ran a job;
+//   - the context's error if it ended.
+//
 // Jobs cancelled because a dependency did not succeed are not listed: the
 // dependency is.
 //

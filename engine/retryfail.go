@@ -6,12 +6,13 @@ import (
 )
 
 // RetryFailures makes the job's retries ([Retries], [JobRetries]) apply to
-// its failed runs too, not only to the deaths of its workers: a run that
-// returns an error, panics or passes its timeout (see [Timeout]) is
-// recorded as an [Attempt] that ended Failed, and the job is Queued again,
-// to run after delay (0: at once) on whichever worker takes it first, as
-// its age puts it among the others. Each such run spends one retry, as a
-// worker's death does; the last run's failure is the job's.
+// its failed runs too, not only to the deaths of its workers.
+//
+// A run that returns an error, panics or passes its timeout (see
+// [Timeout]) is recorded as an [Attempt] that ended Failed. The job is
+// Queued again, to run after delay (0: at once) on whichever worker takes
+// it first; its age places it among the others. Each such run spends one
+// retry, as a worker's death does. The last run's failure is the job's.
 //
 // A run is never retried once the job was cancelled ([Job.Cancel]), the
 // pool stops (its context ended, a fatal error) or fail-fast ended it

@@ -192,7 +192,7 @@ func TestLearnItems(t *testing.T) {
 				t.Errorf("stderr does not say what to declare:\n%s", on.stderr)
 			}
 
-			off := runLearn(t, m.opt, m.workers, 100, hooks.LearnItems(false))
+			off := runLearn(t, m.opt, m.workers, 100, engine.LearnItems(false))
 			if want := uint64(3 * 99); off.buildsAfterFirst != want {
 				t.Errorf("learning off: %d builds after the first job, want %d (every job builds its three)", off.buildsAfterFirst, want)
 			}
@@ -221,7 +221,7 @@ func TestLearnItemsAtOnce(t *testing.T) {
 		}
 		return b
 	}
-	on, off := count(), count(hooks.LearnItems(false))
+	on, off := count(), count(engine.LearnItems(false))
 	t.Logf("100 jobs on 2 workers: %d builds with learning, %d without", on, off)
 	if off != 300 {
 		t.Errorf("without learning: %d builds, want 300", off)

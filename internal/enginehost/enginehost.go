@@ -165,9 +165,6 @@ type Engine[O any] struct {
 	// SilenceLimit bounds how long a worker that has jobs may say
 	// nothing (default 30 s).
 	SilenceLimit func(d time.Duration) O
-	// LearnItems turns the learning of undeclared items on or off
-	// (default on).
-	LearnItems func(on bool) O
 }
 
 var registered struct {
