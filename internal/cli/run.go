@@ -506,7 +506,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	wall, runErr := s.run(ctx, p)
-	s.noteCommands(wf, jobs)
+	s.rec.NoteCommands(wf, jobs)
 	ends := s.jobEnds(wf, jobs)
 	printFailures(stderr, ends)
 	// What the run made, for the next. Said here, since an interrupted
@@ -521,10 +521,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// (standard output is the commands'); the cache's figures only where
 	// there are items.
 	s.summary = func(st engine.Stats) {
-		s.mu.Lock()
-		floor := s.rssFloor
-		s.mu.Unlock()
-		printRunEnd(stderr, ends, st, wall, floor, len(wf.Items) > 0)
+		printRunEnd(stderr, ends, st, wall, s.rec.CommandRSSFloor(), len(wf.Items) > 0)
 	}
 	printLogDir(stderr, opts.Stdio)
 	return s.finish(stdout, "run "+file, p, summariseRunErr(runErr, ends), wall, nil)
