@@ -363,9 +363,9 @@ func entries(tl *timeline) []entryStats {
 			case j.Begin() != nil:
 				e.Runs++
 			}
-			if j.Ended != nil && j.Begin() != nil {
-				total += j.Seconds
-				longest = max(longest, j.Seconds)
+			if d, ok := duration(j); ok {
+				total += d
+				longest = max(longest, d)
 				timed++
 			}
 		}
@@ -430,9 +430,9 @@ func allJobs(tl *timeline) jobsTable {
 			row.start = tl.sec(*b)
 			row.Start = secs(row.start)
 		}
-		if j.Ended != nil && j.Begin() != nil {
-			row.seconds = j.Seconds
-			row.Duration = roundDur(secondsDur(j.Seconds))
+		if d, ok := duration(j); ok {
+			row.seconds = d
+			row.Duration = roundDur(secondsDur(d))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -451,6 +451,15 @@ func allJobs(tl *timeline) jobsTable {
 	order("seconds", "duration (longest first)", func(a, b *jobRow) int { return cmpFloat(b.seconds, a.seconds) })
 	order("rss", "peak RSS (largest first)", func(a, b *jobRow) int { return cmpInt(b.rss, a.rss) })
 	return t
+}
+
+// duration is how long j's last run took, from its times; false if it
+// did not run or did not end.
+func duration(j *Job) (float64, bool) {
+	if j.Ended == nil || j.Begin() == nil {
+		return 0, false
+	}
+	return j.Ended.Sub(*j.Begin()).Seconds(), true
 }
 
 func cmpInt(a, b int64) int {
