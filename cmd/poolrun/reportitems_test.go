@@ -207,7 +207,7 @@ jobs:
 // page and its trace are made.
 func TestReportVersion1(t *testing.T) {
 	dir := t.TempDir()
-	fixture, err := filepath.Abs(filepath.Join("..", "..", "internal", "cli", "testdata", "report-v1.json"))
+	fixture, err := filepath.Abs(filepath.Join("..", "..", "internal", "report", "testdata", "report-v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/report"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
 	"github.com/spf13/pflag"
@@ -133,81 +134,6 @@ type benchFlags struct {
 	budget  byteSize    // the budget mode's budget; 0: half of never's peak
 }
 
-// benchResult is what poolrun bench measured; --json prints it.
-type benchResult struct {
-	Command string  `json:"command"`
-	Config  string  `json:"config"` // the file, or "embedded"
-	Scale   float64 `json:"scale"`
-	// Jobs and Items count the workload's jobs and distinct cache items.
-	Jobs    int      `json:"jobs"`
-	Items   int      `json:"items"`
-	Workers []int    `json:"workers"` // the worker counts, in the order run; 0: serial
-	Modes   []string `json:"modes"`
-	Repeat  int      `json:"repeat"`
-	// Results holds one entry per worker count, in the order of Workers.
-	Results []*benchSet `json:"results"`
-	// ChecksumsAgree is true when every run of every mode at every worker
-	// count wrote the same output; Checksum is that output's checksum.
-	ChecksumsAgree bool   `json:"checksums_agree"`
-	Checksum       string `json:"checksum,omitempty"`
-}
-
-// benchSet holds the modes run at one worker count.
-type benchSet struct {
-	Workers int              `json:"workers"` // 0: serial
-	Modes   []*benchModeFigs `json:"modes"`
-}
-
-// benchModeFigs holds the runs of one mode at one worker count and their
-// median, lowest and highest figures.
-type benchModeFigs struct {
-	Mode string `json:"mode"`
-	// Options are the mode's settings; the budget mode's budget is in
-	// each run (cache_budget_bytes), and BudgetOfNever says it is half of
-	// never's largest worker peak in the same round.
-	Options       cacheSettings `json:"options"`
-	BudgetOfNever bool          `json:"budget_half_of_never,omitempty"`
-	Runs          []benchRun    `json:"runs"`
-	Median        benchFigures  `json:"median"`
-	Min           benchFigures  `json:"min"`
-	Max           benchFigures  `json:"max"`
-}
-
-// benchRun is one pool run. CacheBudget is the budget mode's budget, and
-// BudgetExceeded counts the jobs whose own items took their worker past it.
-type benchRun struct {
-	benchFigures
-	Checksum       string         `json:"checksum"`
-	CacheBudget    int64          `json:"cache_budget_bytes,omitempty"`
-	BudgetExceeded int            `json:"budget_exceeded_jobs,omitempty"`
-	Workers        []workerReport `json:"workers"`
-}
-
-// benchFigures are a run's figures (or their medians, lowest or highest
-// over runs, figure by figure). Counts are summed over the workers.
-type benchFigures struct {
-	WallSeconds float64 `json:"wall_seconds"`
-	Builds      float64 `json:"builds"`
-	Hits        float64 `json:"hits"`
-	// Evictions counts every eviction, the clear at the end included;
-	// StaleEvictions those by the policy while the pool ran,
-	// BudgetEvictions those to stay within the budget.
-	Evictions       float64 `json:"evictions"`
-	StaleEvictions  float64 `json:"stale_evictions"`
-	BudgetEvictions float64 `json:"budget_evictions"`
-	// PeakBytes is the sum of the workers' own cache peaks, which
-	// WorkerPeakBytes lists by worker; SummedPeakBytes is the peak over
-	// time of what they held together.
-	PeakBytes        float64   `json:"peak_cache_bytes"`
-	SummedPeakBytes  float64   `json:"summed_peak_bytes"`
-	StaleByteSeconds float64   `json:"stale_byte_seconds"`
-	WorkerPeakBytes  []float64 `json:"worker_peak_cache_bytes"`
-	// MaxPeakRSS is the largest of the workers' peak RSS, which
-	// WorkerPeakRSS lists by worker (0 where unknown).
-	MaxPeakRSS    float64   `json:"max_peak_rss_bytes"`
-	WorkerPeakRSS []float64 `json:"worker_peak_rss_bytes"`
-}
-
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f benchFlags
 	var jobs int
@@ -277,15 +203,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer os.RemoveAll(out)
 	}
 
-	res := &benchResult{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.workers,
+	res := &report.Bench{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.workers,
 		Modes: benchModeNames(f.modes), Repeat: f.repeat}
 	if res.Config == "" {
 		res.Config = "embedded"
 	}
 	for _, n := range f.workers {
-		set := &benchSet{Workers: n}
+		set := &report.BenchSet{Workers: n}
 		for _, m := range f.modes {
-			mf := &benchModeFigs{Mode: m.name, Options: cacheSettings{Evict: m.evict.String(), Affinity: m.affinity, IdleEviction: m.idle}}
+			mf := &report.BenchMode{Mode: m.name, Options: report.CacheSettings{Evict: m.evict.String(), Affinity: m.affinity, IdleEviction: m.idle}}
 			if m.budget {
 				mf.Options.CacheBudget = int64(f.budget)
 				mf.BudgetOfNever = f.budget == 0
@@ -331,7 +257,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	res.ChecksumsAgree = true
 	for _, set := range res.Results {
 		for _, mf := range set.Modes {
-			mf.summarise()
+			summariseMode(mf)
 			for _, r := range mf.Runs {
 				if res.Checksum == "" {
 					res.Checksum = r.Checksum
@@ -466,8 +392,8 @@ func benchDir(workers int) string {
 // workers (0: serial), with budget as the budget mode's budget, writing
 // into dir (emptied first). It sets the workload's job and item counts in
 // res.
-func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffold.Config, workers int, m benchMode, budget int64, dir string, res *benchResult) (benchRun, error) {
-	var run benchRun
+func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffold.Config, workers int, m benchMode, budget int64, dir string, res *report.Bench) (report.BenchRun, error) {
+	var run report.BenchRun
 	where := fmt.Sprintf("poolrun bench: %s, %s", benchWhere(workers), m.name)
 	if err := os.RemoveAll(dir); err != nil {
 		return run, fmt.Errorf("%s: %w", where, err)
@@ -496,14 +422,12 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	run.Checksum = sum.Checksum
 	if m.budget {
 		run.CacheBudget = budget
-		s.mu.Lock()
-		run.BudgetExceeded = s.budget.Jobs
-		s.mu.Unlock()
+		run.BudgetExceeded = s.rec.Budget().Jobs
 	}
 	run.WallSeconds = wall.Seconds()
 	st := p.Stats()
 	for _, w := range st.Workers {
-		run.Workers = append(run.Workers, reportWorker(w))
+		run.Workers = append(run.Workers, report.WorkerOf(w))
 		run.WorkerPeakBytes = append(run.WorkerPeakBytes, float64(w.Cache.PeakBytes))
 		run.WorkerPeakRSS = append(run.WorkerPeakRSS, float64(w.PeakRSS))
 		run.MaxPeakRSS = max(run.MaxPeakRSS, float64(w.PeakRSS))
@@ -516,40 +440,40 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	return run, nil
 }
 
-// summarise sets the median, lowest and highest figures of the runs.
-func (mf *benchModeFigs) summarise() {
-	field := func(get func(*benchFigures) *float64) {
+// summariseMode sets the median, lowest and highest figures of the runs.
+func summariseMode(mf *report.BenchMode) {
+	field := func(get func(*report.BenchFigures) *float64) {
 		var vs []float64
 		for i := range mf.Runs {
-			vs = append(vs, *get(&mf.Runs[i].benchFigures))
+			vs = append(vs, *get(&mf.Runs[i].BenchFigures))
 		}
 		slices.Sort(vs)
 		*get(&mf.Median) = median(vs)
 		*get(&mf.Min) = vs[0]
 		*get(&mf.Max) = vs[len(vs)-1]
 	}
-	for _, get := range []func(*benchFigures) *float64{
-		func(f *benchFigures) *float64 { return &f.WallSeconds },
-		func(f *benchFigures) *float64 { return &f.Builds },
-		func(f *benchFigures) *float64 { return &f.Hits },
-		func(f *benchFigures) *float64 { return &f.Evictions },
-		func(f *benchFigures) *float64 { return &f.StaleEvictions },
-		func(f *benchFigures) *float64 { return &f.BudgetEvictions },
-		func(f *benchFigures) *float64 { return &f.PeakBytes },
-		func(f *benchFigures) *float64 { return &f.SummedPeakBytes },
-		func(f *benchFigures) *float64 { return &f.StaleByteSeconds },
-		func(f *benchFigures) *float64 { return &f.MaxPeakRSS },
+	for _, get := range []func(*report.BenchFigures) *float64{
+		func(f *report.BenchFigures) *float64 { return &f.WallSeconds },
+		func(f *report.BenchFigures) *float64 { return &f.Builds },
+		func(f *report.BenchFigures) *float64 { return &f.Hits },
+		func(f *report.BenchFigures) *float64 { return &f.Evictions },
+		func(f *report.BenchFigures) *float64 { return &f.StaleEvictions },
+		func(f *report.BenchFigures) *float64 { return &f.BudgetEvictions },
+		func(f *report.BenchFigures) *float64 { return &f.PeakBytes },
+		func(f *report.BenchFigures) *float64 { return &f.SummedPeakBytes },
+		func(f *report.BenchFigures) *float64 { return &f.StaleByteSeconds },
+		func(f *report.BenchFigures) *float64 { return &f.MaxPeakRSS },
 	} {
 		field(get)
 	}
 	// Every run has one entry per worker place: the same number.
 	n := len(mf.Runs[0].WorkerPeakBytes)
-	for _, s := range []*benchFigures{&mf.Median, &mf.Min, &mf.Max} {
+	for _, s := range []*report.BenchFigures{&mf.Median, &mf.Min, &mf.Max} {
 		s.WorkerPeakBytes, s.WorkerPeakRSS = make([]float64, n), make([]float64, n)
 	}
 	for w := range n {
-		field(func(f *benchFigures) *float64 { return &f.WorkerPeakBytes[w] })
-		field(func(f *benchFigures) *float64 { return &f.WorkerPeakRSS[w] })
+		field(func(f *report.BenchFigures) *float64 { return &f.WorkerPeakBytes[w] })
+		field(func(f *report.BenchFigures) *float64 { return &f.WorkerPeakRSS[w] })
 	}
 }
 
@@ -565,11 +489,11 @@ func median(vs []float64) float64 {
 func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // printBench prints the side-by-side table and the notes under it.
-func printBench(w io.Writer, res *benchResult) {
+func printBench(w io.Writer, res *report.Bench) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workers\tmode\twall\tbuilds\tsum of peaks\tpeak of sum\tstale MiB·s\tmax RSS\tchecksum\t")
-	bytes := func(get func(*benchFigures) float64) func(*benchFigures) string {
-		return func(f *benchFigures) string { return humanBytes(int64(get(f))) }
+	bytes := func(get func(*report.BenchFigures) float64) func(*report.BenchFigures) string {
+		return func(f *report.BenchFigures) string { return humanBytes(int64(get(f))) }
 	}
 	for _, set := range res.Results {
 		workers := strconv.Itoa(set.Workers)
@@ -577,21 +501,21 @@ func printBench(w io.Writer, res *benchResult) {
 			workers = "serial"
 		}
 		for _, mf := range set.Modes {
-			wall := func(f *benchFigures) float64 { return f.WallSeconds }
-			builds := func(f *benchFigures) float64 { return f.Builds }
-			sumPeaks := func(f *benchFigures) float64 { return f.PeakBytes }
-			peakSum := func(f *benchFigures) float64 { return f.SummedPeakBytes }
-			stale := func(f *benchFigures) float64 { return f.StaleByteSeconds }
-			rssMax := func(f *benchFigures) float64 { return f.MaxPeakRSS }
+			wall := func(f *report.BenchFigures) float64 { return f.WallSeconds }
+			builds := func(f *report.BenchFigures) float64 { return f.Builds }
+			sumPeaks := func(f *report.BenchFigures) float64 { return f.PeakBytes }
+			peakSum := func(f *report.BenchFigures) float64 { return f.SummedPeakBytes }
+			stale := func(f *report.BenchFigures) float64 { return f.StaleByteSeconds }
+			rssMax := func(f *report.BenchFigures) float64 { return f.MaxPeakRSS }
 			row := []string{
 				workers,
 				mf.Mode,
-				spread(mf, wall, func(f *benchFigures) string { return roundDur(secondsDur(f.WallSeconds)) }),
-				spread(mf, builds, func(f *benchFigures) string { return trimFloat(f.Builds) }),
+				spread(mf, wall, func(f *report.BenchFigures) string { return roundDur(secondsDur(f.WallSeconds)) }),
+				spread(mf, builds, func(f *report.BenchFigures) string { return trimFloat(f.Builds) }),
 				spread(mf, sumPeaks, bytes(sumPeaks)),
 				spread(mf, peakSum, bytes(peakSum)),
-				spread(mf, stale, func(f *benchFigures) string { return mibSeconds(f.StaleByteSeconds) }),
-				spread(mf, rssMax, func(f *benchFigures) string { return rss(int64(f.MaxPeakRSS)) }),
+				spread(mf, stale, func(f *report.BenchFigures) string { return mibSeconds(f.StaleByteSeconds) }),
+				spread(mf, rssMax, func(f *report.BenchFigures) string { return rss(int64(f.MaxPeakRSS)) }),
 			}
 			sums := map[string]bool{}
 			for _, r := range mf.Runs {
@@ -623,7 +547,7 @@ func printBench(w io.Writer, res *benchResult) {
 
 // benchBudgets says what budget the budget mode had at each worker count,
 // and how often a job's own items exceeded it; "" if it did not run.
-func benchBudgets(res *benchResult) string {
+func benchBudgets(res *report.Bench) string {
 	var parts []string
 	half := false
 	for _, set := range res.Results {
@@ -660,7 +584,7 @@ func benchBudgets(res *benchResult) string {
 
 // spread shows a figure's median, and its lowest and highest runs when they
 // differ.
-func spread(mf *benchModeFigs, get func(*benchFigures) float64, show func(*benchFigures) string) string {
+func spread(mf *report.BenchMode, get func(*report.BenchFigures) float64, show func(*report.BenchFigures) string) string {
 	s := show(&mf.Median)
 	if get(&mf.Min) != get(&mf.Max) {
 		s += fmt.Sprintf(" (%s–%s)", show(&mf.Min), show(&mf.Max))

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 // benchArgs run poolrun bench on a tiny scaffold (2 chunks), quietly.
@@ -24,9 +26,9 @@ var allModes = []string{"plain", "per-worker", "affinity", "idle", "all", "never
 // checksum, and the notes under it) and the --report JSON of the same runs.
 func TestBenchTable(t *testing.T) {
 	dir := t.TempDir()
-	report := filepath.Join(dir, "report.json")
+	reportPath := filepath.Join(dir, "report.json")
 	var stdout, stderr bytes.Buffer
-	args := slices.Concat(benchArgs, []string{"--out", dir, "--report", report})
+	args := slices.Concat(benchArgs, []string{"--out", dir, "--report", reportPath})
 	if err := Main(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("poolrun bench: %v\n%s", err, stderr.String())
 	}
@@ -35,11 +37,11 @@ func TestBenchTable(t *testing.T) {
 	if stderr.Len() > 0 {
 		t.Errorf("--quiet, yet standard error has:\n%s", stderr.String())
 	}
-	data, err := os.ReadFile(report)
+	data, err := os.ReadFile(reportPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res benchResult
+	var res report.Bench
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("--report: %v\n%s", err, data)
 	}
@@ -87,18 +89,18 @@ func TestBenchTable(t *testing.T) {
 // budget comes from that round's never.
 func TestBenchRepeat(t *testing.T) {
 	dir := t.TempDir()
-	report := filepath.Join(dir, "report.json")
+	reportPath := filepath.Join(dir, "report.json")
 	var stdout, stderr bytes.Buffer
 	modes := []string{"plain", "never", "each-job", "budget"}
-	args := slices.Concat(benchArgs, []string{"--workers", "2", "--modes", "budget,never,each-job,plain", "--json", "--repeat", "2", "--out", dir, "--report", report})
+	args := slices.Concat(benchArgs, []string{"--workers", "2", "--modes", "budget,never,each-job,plain", "--json", "--repeat", "2", "--out", dir, "--report", reportPath})
 	if err := Main(context.Background(), args, &stdout, &stderr); err != nil {
 		t.Fatalf("poolrun bench: %v\n%s", err, stderr.String())
 	}
-	var res benchResult
+	var res report.Bench
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout.String())
 	}
-	if saved, err := os.ReadFile(report); err != nil || !bytes.Equal(saved, stdout.Bytes()) {
+	if saved, err := os.ReadFile(reportPath); err != nil || !bytes.Equal(saved, stdout.Bytes()) {
 		t.Errorf("--report file differs from the --json output (%v)", err)
 	}
 	if !slices.Equal(res.Workers, []int{2}) || !slices.Equal(res.Modes, modes) || res.Repeat != 2 {
@@ -109,7 +111,7 @@ func TestBenchRepeat(t *testing.T) {
 
 // checkBench checks the figures of a poolrun bench that must hold on any
 // machine: counts and how they relate, never times. dir is its --out.
-func checkBench(t *testing.T, res *benchResult, dir string) {
+func checkBench(t *testing.T, res *report.Bench, dir string) {
 	t.Helper()
 	if !res.ChecksumsAgree || len(res.Checksum) != 16 {
 		t.Errorf("checksums agree: %v, checksum %q", res.ChecksumsAgree, res.Checksum)
@@ -127,7 +129,7 @@ func checkBench(t *testing.T, res *benchResult, dir string) {
 		if set.Workers != workers || len(set.Modes) != len(res.Modes) {
 			t.Fatalf("result %d: %d workers, %d modes; want %d, %d", k+1, set.Workers, len(set.Modes), workers, len(res.Modes))
 		}
-		by := map[string]*benchModeFigs{}
+		by := map[string]*report.BenchMode{}
 		for m, mf := range set.Modes {
 			if mf.Mode != res.Modes[m] {
 				t.Errorf("%d workers: mode %d is %s, want %s", workers, m+1, mf.Mode, res.Modes[m])
@@ -138,10 +140,10 @@ func checkBench(t *testing.T, res *benchResult, dir string) {
 				t.Errorf("--out: %v", err)
 			}
 		}
-		if m := by["plain"]; m != nil && m.Options != (cacheSettings{Evict: "pool-wide"}) {
+		if m := by["plain"]; m != nil && m.Options != (report.CacheSettings{Evict: "pool-wide"}) {
 			t.Errorf("plain's options %+v", m.Options)
 		}
-		if m := by["all"]; m != nil && m.Options != (cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}) {
+		if m := by["all"]; m != nil && m.Options != (report.CacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}) {
 			t.Errorf("all's options %+v", m.Options)
 		}
 		never, each, budget := by["never"], by["each-job"], by["budget"]
@@ -154,7 +156,7 @@ func checkBench(t *testing.T, res *benchResult, dir string) {
 					neverPeak = max(neverPeak, p)
 				}
 				if b := budget.Runs[i].CacheBudget; b != int64(neverPeak)/2 || b <= 0 || !budget.BudgetOfNever ||
-					budget.Options != (cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}) {
+					budget.Options != (report.CacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}) {
 					t.Errorf("%d workers, round %d: budget %d bytes (options %+v), never's largest worker peak %v", workers, i+1, b, budget.Options, neverPeak)
 				}
 			}
@@ -175,7 +177,7 @@ func checkBench(t *testing.T, res *benchResult, dir string) {
 }
 
 // checkBenchMode checks the runs of one mode at one worker count.
-func checkBenchMode(t *testing.T, res *benchResult, workers int, mf *benchModeFigs) {
+func checkBenchMode(t *testing.T, res *report.Bench, workers int, mf *report.BenchMode) {
 	t.Helper()
 	if len(mf.Runs) != res.Repeat {
 		t.Fatalf("%d workers, %s: %d runs, want %d", workers, mf.Mode, len(mf.Runs), res.Repeat)
@@ -233,11 +235,11 @@ func checkBenchMode(t *testing.T, res *benchResult, workers int, mf *benchModeFi
 			where("largest peak RSS %v, workers' %v", r.MaxPeakRSS, r.WorkerPeakRSS)
 		}
 	}
-	for _, get := range []func(*benchFigures) float64{
-		func(f *benchFigures) float64 { return f.WallSeconds },
-		func(f *benchFigures) float64 { return f.Builds },
-		func(f *benchFigures) float64 { return f.SummedPeakBytes },
-		func(f *benchFigures) float64 { return f.MaxPeakRSS },
+	for _, get := range []func(*report.BenchFigures) float64{
+		func(f *report.BenchFigures) float64 { return f.WallSeconds },
+		func(f *report.BenchFigures) float64 { return f.Builds },
+		func(f *report.BenchFigures) float64 { return f.SummedPeakBytes },
+		func(f *report.BenchFigures) float64 { return f.MaxPeakRSS },
 	} {
 		if lo, mid, hi := get(&mf.Min), get(&mf.Median), get(&mf.Max); lo > mid || mid > hi {
 			t.Errorf("%d workers, %s: min %v, median %v, max %v", workers, mf.Mode, lo, mid, hi)
@@ -266,7 +268,7 @@ func TestBenchModesAndCounts(t *testing.T) {
 			if err := Main(context.Background(), args, &stdout, &stderr); err != nil {
 				t.Fatalf("poolrun %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 			}
-			var res benchResult
+			var res report.Bench
 			if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 				t.Fatal(err)
 			}

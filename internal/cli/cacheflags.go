@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/report"
 	"github.com/spf13/pflag"
 )
 
@@ -49,16 +50,8 @@ func (f *cacheFlags) options() []engine.Option {
 }
 
 // settings returns the flags as the JSON report states them.
-func (f *cacheFlags) settings() cacheSettings {
-	return cacheSettings{Evict: f.evict.policy.String(), Affinity: !f.noAffinity, IdleEviction: !f.noIdle, CacheBudget: int64(f.budget)}
-}
-
-// cacheSettings is how a report states the options a pool ran with.
-type cacheSettings struct {
-	Evict        string `json:"evict"`
-	Affinity     bool   `json:"affinity"`
-	IdleEviction bool   `json:"idle_eviction"`
-	CacheBudget  int64  `json:"cache_budget_bytes"` // 0: none
+func (f *cacheFlags) settings() report.CacheSettings {
+	return report.CacheSettings{Evict: f.evict.policy.String(), Affinity: !f.noAffinity, IdleEviction: !f.noIdle, CacheBudget: int64(f.budget)}
 }
 
 // evictPolicies are the policies --evict takes, by name.

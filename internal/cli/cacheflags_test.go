@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 func TestParseByteSize(t *testing.T) {
@@ -91,14 +93,14 @@ func TestCacheFlagsReport(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		flags []string
-		want  cacheSettings
+		want  report.CacheSettings
 	}{
-		{"defaults", nil, cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}},
-		{"plain", []string{"--evict", "pool-wide", "--no-affinity", "--no-idle-eviction"}, cacheSettings{Evict: "pool-wide"}},
-		{"never", []string{"--evict", "never"}, cacheSettings{Evict: "never", Affinity: true, IdleEviction: true}},
+		{"defaults", nil, report.CacheSettings{Evict: "stale", Affinity: true, IdleEviction: true}},
+		{"plain", []string{"--evict", "pool-wide", "--no-affinity", "--no-idle-eviction"}, report.CacheSettings{Evict: "pool-wide"}},
+		{"never", []string{"--evict", "never"}, report.CacheSettings{Evict: "never", Affinity: true, IdleEviction: true}},
 		// 1 KiB is less than any index: every connection job's own
 		// items exceed it.
-		{"budget", []string{"--cache-budget", "1KiB"}, cacheSettings{Evict: "stale", Affinity: true, IdleEviction: true, CacheBudget: 1 << 10}},
+		{"budget", []string{"--cache-budget", "1KiB"}, report.CacheSettings{Evict: "stale", Affinity: true, IdleEviction: true, CacheBudget: 1 << 10}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -112,11 +114,11 @@ func TestCacheFlagsReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r report
+			var r report.Pool
 			if err := json.Unmarshal(data, &r); err != nil {
 				t.Fatal(err)
 			}
-			if want := (poolSettings{Workers: 2, cacheSettings: c.want}); r.Options != want {
+			if want := (report.Options{Workers: 2, CacheSettings: c.want}); r.Options != want {
 				t.Errorf("options %+v, want %+v", r.Options, want)
 			}
 			tot := r.Totals

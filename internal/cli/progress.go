@@ -16,6 +16,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 // progress shows a pool's progress on standard error: a live bar on a
@@ -192,7 +193,7 @@ func workersByHost(ws []engine.WorkerStats) (int, string) {
 	for _, w := range ws {
 		if w.Live {
 			n++
-			by[workerHost(w)]++
+			by[report.HostOf(w)]++
 		}
 	}
 	hosts := slices.Sorted(maps.Keys(by))

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
-	"github.com/poolrun/poolrun/internal/regfile"
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 const reportUsage = `Usage: poolrun report [-o PAGE.html] FILE.json
@@ -53,15 +52,6 @@ Examples:
   poolrun report --format trace r.json     # r.trace.json, for Perfetto
 `
 
-// maxReportSize bounds the report that poolrun report reads, 1 GiB: a
-// report of a million jobs is about 400 MiB.
-const maxReportSize = 1 << 30
-
-// reportHead is how much of a file poolrun report reads before the rest:
-// a file whose first bytes cannot begin a report is refused from them
-// (see checkReportHead), not read whole.
-const reportHead = 64 << 10
-
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var out, format string
 	fs := newFlagSet("report", reportUsage, reportDetails)
@@ -100,18 +90,18 @@ func makePage(in, out, format string, stdout io.Writer) error {
 	if err := checkOwnFile("poolrun report: -o", out, keptFile{"the report itself", in}); err != nil {
 		return err
 	}
-	rep, err := loadReport(in)
+	rep, err := report.Load(in)
 	if err != nil {
 		return badInput(fmt.Errorf("poolrun report: %w", err))
 	}
 	var page bytes.Buffer
 	if format == "trace" {
-		if rep.pool == nil {
+		if rep.Pool == nil {
 			return badInputf("poolrun report: --format trace: %s is a bench report, which holds no timeline to trace", in)
 		}
-		err = writeTrace(&page, rep.pool, filepath.Base(in))
+		err = report.WriteTrace(&page, rep.Pool, filepath.Base(in))
 	} else {
-		err = rep.render(&page, filepath.Base(in))
+		err = report.Render(&page, rep, filepath.Base(in))
 	}
 	if err != nil {
 		return fmt.Errorf("poolrun report: %s: %w", in, err)
@@ -121,157 +111,4 @@ func makePage(in, out, format string, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintln(stdout, out)
 	return err
-}
-
-// A loadedReport is a report read back: exactly one of pool and bench is
-// set.
-type loadedReport struct {
-	pool  *report      // of scaffold or run
-	bench *benchResult // of bench
-}
-
-// render writes the page of the report, read from the file named src.
-func (l *loadedReport) render(w io.Writer, src string) error {
-	if l.bench != nil {
-		return renderBenchPage(w, l.bench, src)
-	}
-	return renderPoolPage(w, l.pool, src)
-}
-
-// Errors of loadReport, each wrapped with the file's name.
-var (
-	// errNotReport is returned when a file is JSON but not a report of
-	// poolrun: neither a pool's (command, workers, jobs, totals) nor a
-	// bench's (command "bench", results).
-	errNotReport = errors.New("not a poolrun report")
-	// errReportVersion is returned when a report's version is newer than
-	// reportVersion (or not a version at all).
-	errReportVersion = errors.New("unknown report version")
-)
-
-// loadReport reads and checks the report in file path: a regular file (a
-// named pipe, a device or a directory is refused at once) of JSON of at
-// most maxReportSize bytes, of a pool (version 0 to reportVersion) or of a
-// bench. A file whose first reportHead bytes cannot begin a report is
-// refused from them. The errors name the file.
-func loadReport(path string) (*loadedReport, error) {
-	data, err := readReport(path)
-	var big *regfile.TooLargeError
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%s: no such file", path)
-	case errors.As(err, &big):
-		return nil, fmt.Errorf("%s: %d bytes, larger than %s: not a report of poolrun", path, big.Size, humanBytes(maxReportSize))
-	case err != nil:
-		return nil, err // names the path
-	}
-	return decodeReport(path, data)
-}
-
-// readReport reads the file at path whole, as regfile.ReadFile does with
-// the limit maxReportSize, once its first reportHead bytes have passed
-// checkReportHead.
-func readReport(path string) ([]byte, error) {
-	f, err := regfile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || fi.Size() > maxReportSize {
-		f.Close()
-		return regfile.ReadFile(path, maxReportSize) // refused by its size
-	}
-	head := make([]byte, reportHead)
-	n, err := io.ReadFull(f, head)
-	f.Close()
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, err // names the path
-	}
-	if err := checkReportHead(path, head[:n]); err != nil {
-		return nil, err
-	}
-	return regfile.ReadFile(path, maxReportSize)
-}
-
-// checkReportHead refuses the file at path, whose first bytes are head,
-// unless they could begin a report: a JSON object, whose tokens head
-// holds without a syntax error up to where it ends.
-func checkReportHead(path string, head []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	tok, err := dec.Token()
-	if d, ok := tok.(json.Delim); err == nil && (!ok || d != '{') {
-		return fmt.Errorf("%s: %w: not a JSON object", path, errNotReport)
-	}
-	for err == nil {
-		_, err = dec.Token()
-	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return nil // the end of head, or of the file: read on
-	}
-	return fmt.Errorf("%s: %w: %v", path, errNotReport, jsonError(head, err))
-}
-
-// decodeReport checks data, the contents of the report file path (which
-// the errors name), as loadReport does once it has read them.
-func decodeReport(path string, data []byte) (*loadedReport, error) {
-	// The fields that tell a pool's report from a bench's: present, not
-	// only well typed.
-	var probe struct {
-		Version *json.RawMessage `json:"version"`
-		Command string           `json:"command"`
-		Workers *json.RawMessage `json:"workers"`
-		Jobs    *json.RawMessage `json:"jobs"`
-		Totals  *json.RawMessage `json:"totals"`
-		Results *json.RawMessage `json:"results"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", path, errNotReport, jsonError(data, err))
-	}
-	version := 0
-	if probe.Version != nil {
-		if err := json.Unmarshal(*probe.Version, &version); err != nil || version < 0 {
-			return nil, fmt.Errorf("%s: %w %s: want a whole number from 0 to %d", path, errReportVersion, *probe.Version, reportVersion)
-		}
-		if version > reportVersion {
-			return nil, fmt.Errorf("%s: %w %d: this poolrun reads versions up to %d; a newer poolrun wrote it", path, errReportVersion, version, reportVersion)
-		}
-	}
-	switch {
-	case probe.Command == "bench" && probe.Results != nil:
-		var b benchResult
-		if err := json.Unmarshal(data, &b); err != nil {
-			return nil, fmt.Errorf("%s: %w: a bench report, but %v", path, errNotReport, jsonError(data, err))
-		}
-		return &loadedReport{bench: &b}, nil
-	case probe.Command != "" && probe.Workers != nil && probe.Jobs != nil && probe.Totals != nil:
-		var r report
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w: a pool's report, but %v", path, errNotReport, jsonError(data, err))
-		}
-		for i, j := range r.Jobs {
-			if j == nil {
-				return nil, fmt.Errorf("%s: %w: job %d of the list is null", path, errNotReport, i+1)
-			}
-		}
-		return &loadedReport{pool: &r}, nil
-	default:
-		return nil, fmt.Errorf("%s: %w: it has no command, workers, jobs and totals (a pool's report) nor command \"bench\" and results (a bench's)", path, errNotReport)
-	}
-}
-
-// jsonError says where in data a JSON error is, by line, where it can.
-func jsonError(data []byte, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	off := int64(-1)
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off < 0 || off > int64(len(data)) {
-		return err
-	}
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	return fmt.Errorf("line %d: %w", line, err)
 }

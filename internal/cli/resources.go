@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -178,14 +177,4 @@ func withAttempts(msg, head string, n int) string {
 	}
 	first, more, _ := strings.Cut(msg, "\n")
 	return strings.TrimRight(first+" ("+what+")\n"+more, "\n")
-}
-
-// runFailed reports whether err, that of a run that is retried, is the
-// run's own failure (an error the job returned, its panic, its timeout)
-// rather than its worker's death.
-func runFailed(err error) bool {
-	var re *engine.RemoteError
-	var te *engine.TimeoutError
-	var pe *engine.PanicError
-	return errors.As(err, &re) || errors.As(err, &te) || errors.As(err, &pe)
 }

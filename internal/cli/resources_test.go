@@ -31,7 +31,7 @@ func TestSessionFailedAttempts(t *testing.T) {
 	ev(engine.Queued, engine.Running, nil, 4)
 	ev(engine.Running, engine.Succeeded, nil, 4)
 
-	as := s.jobs[1].Attempts
+	as := jobOf(s, 1).Attempts
 	if len(as) != 4 {
 		t.Fatalf("%d attempts, want 4", len(as))
 	}

@@ -628,7 +628,7 @@ func (r *workflowRun) begin() error {
 // account and the report (--report).
 func (r *workflowRun) finish(wall time.Duration, runErr error) error {
 	// The report's records: each job's command's end, then each job's.
-	r.s.noteCommands(r.wf, r.jobs)
+	r.s.rec.NoteCommands(r.wf, r.jobs)
 	ends := r.s.jobEnds(r.wf, r.jobs)
 	printFailures(r.stderr, ends)
 	runErr = r.save(runErr)
@@ -636,10 +636,7 @@ func (r *workflowRun) finish(wall time.Duration, runErr error) error {
 	// (standard output is the commands'); the cache's figures only where
 	// there are items.
 	r.s.summary = func(st engine.Stats) {
-		r.s.mu.Lock()
-		floor := r.s.rssFloor
-		r.s.mu.Unlock()
-		printRunEnd(r.stderr, ends, st, wall, floor, len(r.wf.Items) > 0)
+		printRunEnd(r.stderr, ends, st, wall, r.s.rec.CommandRSSFloor(), len(r.wf.Items) > 0)
 	}
 	printLogDir(r.stderr, r.opts.Stdio)
 	return r.s.finish(r.stdout, "run "+r.file, r.p, summariseRunErr(runErr, ends), wall, nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 // printTable prints the per-worker summary and the pool's cache figures;
@@ -52,7 +53,7 @@ func printWorkers(w io.Writer, st engine.Stats, inProcess bool) {
 			pid, peak = "-", "-"
 			tot.PeakRSS -= ws.PeakRSS
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, host(workerHost(ws)), pid, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), peak, roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, host(report.HostOf(ws)), pid, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), peak, roundDur(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
 		c := tot.Cache

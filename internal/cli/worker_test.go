@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/report"
 )
 
 // TestWorkerFlags: poolrun worker's help succeeds; a missing or bad join
@@ -78,7 +79,7 @@ func TestWorkersByHost(t *testing.T) {
 		{Index: 4, Live: false, Host: "gone"},
 		{Index: 5, Live: true, Host: "zeta"},
 	}
-	parts := []string{"alpha 1", "zeta 2", thisHost() + " 1"}
+	parts := []string{"alpha 1", "zeta 2", report.HostOf(engine.WorkerStats{}) + " 1"}
 	slices.Sort(parts)
 	want := "workers 4 (" + strings.Join(parts, ", ") + ")"
 	if n, got := workersByHost(ws); n != 4 || got != want {

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -22,33 +22,12 @@ const (
 	maxSamples = 2048
 )
 
-// sample is one moment of a worker's series in the report.
-type sample struct {
-	// T is the moment, in seconds since the pool started (the report's
-	// started), to the millisecond.
-	T float64 `json:"t"`
-	// CacheBytes is what the worker's cache held, as the worker last
-	// reported it (after each job, while idle, and at the end).
-	CacheBytes int64 `json:"cache_bytes"`
-	// RSS is the worker process's resident memory at T (VmRSS; in serial
-	// mode this process's); 0 where unknown: before the worker started,
-	// after it ended, on a system without /proc.
-	RSS int64 `json:"rss_bytes"`
-	// Builds and Evictions count the items the worker built and evicted
-	// since the sample before: the moments of builds and evictions,
-	// attributed to the first sample that saw the worker's counters grow.
-	// As the worker reports its counters after each job, a build shows
-	// at or after the end of the job that made it. Omitted when 0.
-	Builds    uint64 `json:"builds,omitempty"`
-	Evictions uint64 `json:"evictions,omitempty"`
-}
-
-// sampler samples, while a pool runs, every worker's cache bytes and
+// A Sampler samples, while a pool runs, every worker's cache bytes and
 // resident memory, and the items built and evicted between samples, from
 // a goroutine of its own: one call of stats (Pool.Stats) and one read of
 // /proc/PID/status per worker per interval. Its series belong to that
-// goroutine until stop returns.
-type sampler struct {
+// goroutine until Stop returns.
+type Sampler struct {
 	stats    func() engine.Stats
 	rss      func(pid int) int64
 	serial   bool // the workers' figures are this process's (serial mode)
@@ -63,25 +42,27 @@ type sampler struct {
 // workerSeries is one worker's samples, by its index, and its counters at
 // the last sample.
 type workerSeries struct {
-	samples           []sample
+	samples           []Sample
 	builds, evictions uint64
 }
 
 // newSampler returns a sampler that takes samples of stats from start, at
-// most limit per worker. It does not start sampling: see run, or call take.
-func newSampler(stats func() engine.Stats, serial bool, start time.Time, limit int) *sampler {
-	return &sampler{stats: stats, rss: readRSS, serial: serial, start: start, interval: sampleInterval,
+// most limit per worker. It does not start sampling: see StartSampler, or call take.
+func newSampler(stats func() engine.Stats, serial bool, start time.Time, limit int) *Sampler {
+	return &Sampler{stats: stats, rss: readRSS, serial: serial, start: start, interval: sampleInterval,
 		limit: limit, series: map[int]*workerSeries{}, quit: make(chan struct{}), done: make(chan struct{})}
 }
 
-// startSampler samples stats every sampleInterval from now until stop.
-func startSampler(stats func() engine.Stats, serial bool, start time.Time) *sampler {
+// StartSampler samples stats (Pool.Stats) every 100 ms from now until
+// [Sampler.Stop], taking the times from start, when the pool started;
+// serial says that the workers' figures are this process's.
+func StartSampler(stats func() engine.Stats, serial bool, start time.Time) *Sampler {
 	s := newSampler(stats, serial, start, maxSamples)
 	go s.run()
 	return s
 }
 
-func (s *sampler) run() {
+func (s *Sampler) run() {
 	defer close(s.done)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
@@ -97,8 +78,8 @@ func (s *sampler) run() {
 	}
 }
 
-// stop ends the sampling and takes a last sample, of the pool's end.
-func (s *sampler) stop() {
+// Stop ends the sampling and takes a last sample, of the pool's end.
+func (s *Sampler) Stop() {
 	close(s.quit)
 	<-s.done
 	s.take(time.Now())
@@ -106,7 +87,7 @@ func (s *sampler) stop() {
 
 // take takes one sample of every worker at now, and reports whether it
 // halved the series (and doubled the interval) to stay within its limit.
-func (s *sampler) take(now time.Time) (halved bool) {
+func (s *Sampler) take(now time.Time) (halved bool) {
 	st := s.stats()
 	t := math.Round(now.Sub(s.start).Seconds()*1000) / 1000
 	for _, w := range st.Workers {
@@ -124,7 +105,7 @@ func (s *sampler) take(now time.Time) (halved bool) {
 			rss = s.rss(pid)
 		}
 		c := w.Cache
-		ws.samples = append(ws.samples, sample{T: t, CacheBytes: c.Bytes, RSS: rss,
+		ws.samples = append(ws.samples, Sample{T: t, CacheBytes: c.Bytes, RSS: rss,
 			Builds: grown(ws.builds, c.Builds), Evictions: grown(ws.evictions, c.Evictions)})
 		ws.builds, ws.evictions = c.Builds, c.Evictions
 		halved = halved || len(ws.samples) >= s.limit
@@ -151,7 +132,7 @@ func grown(was, now uint64) uint64 {
 // halve keeps one sample in two, the later of each pair, and adds to it the
 // builds and evictions of the one it drops, so that their sums stay exact;
 // an odd last sample stays.
-func halve(ss []sample) []sample {
+func halve(ss []Sample) []Sample {
 	out := ss[:0]
 	for i := 0; i < len(ss); i += 2 {
 		if i+1 == len(ss) {
@@ -166,9 +147,9 @@ func halve(ss []sample) []sample {
 	return out
 }
 
-// samples returns worker index's samples; nil if it has none. Call it
-// after stop.
-func (s *sampler) samples(index int) []sample {
+// Samples returns worker index's samples; nil if it has none. Call it
+// after Stop.
+func (s *Sampler) Samples(index int) []Sample {
 	if ws := s.series[index]; ws != nil {
 		return ws.samples
 	}

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"encoding/json"
@@ -59,18 +59,12 @@ func usec(s float64) float64 {
 	return math.Round(min(max(s, -century), century)*1e9) / 1e3
 }
 
-// writeTrace writes the trace of pool report r, read from the file named
+// WriteTrace writes the trace of pool report r, read from the file named
 // src, to w.
-func writeTrace(w io.Writer, r *report, src string) error {
+func WriteTrace(w io.Writer, r *Pool, src string) error {
 	tl := newTimeline(r)
 	byWorker, notRun := tl.bars()
-	workers := slices.Clone(r.Workers)
-	for idx := range byWorker {
-		if !slices.ContainsFunc(workers, func(w workerReport) bool { return w.Index == idx }) {
-			workers = append(workers, workerReport{Index: idx})
-		}
-	}
-	slices.SortFunc(workers, func(a, b workerReport) int { return a.Index - b.Index })
+	workers := tl.workers(byWorker)
 
 	var evs []traceEvent
 	meta := func(pid, tid int, kind, name string) {
@@ -108,10 +102,14 @@ func writeTrace(w io.Writer, r *report, src string) error {
 			if b.err != "" {
 				args["error"] = clip(b.err, 2000)
 			}
-			if b.job.ExitStatus != nil {
-				args["exit_status"] = *b.job.ExitStatus
+			// Each run's own exit status; the peak RSS is the last run's.
+			if b.exit != nil {
+				args["exit_status"] = *b.exit
 			}
-			if b.job.PeakRSS > 0 {
+			if b.signal != "" {
+				args["signal"] = b.signal
+			}
+			if b.last() && b.job.PeakRSS > 0 {
 				args["peak_rss_bytes"] = b.job.PeakRSS
 			}
 			evs = append(evs, traceEvent{Name: shortName(b.job), Cat: "job," + b.status, Ph: "X", Ts: usec(b.start), Dur: &d,
@@ -129,8 +127,10 @@ func writeTrace(w io.Writer, r *report, src string) error {
 				traceEvent{Name: "build", Cat: "item", Ph: "e", Ts: usec(built), Pid: w.Index, Tid: 1, ID: id},
 				traceEvent{Name: n, Cat: "item", Ph: "e", Ts: usec(max(end, built)), Pid: w.Index, Tid: 1, ID: id})
 		}
+		for _, s := range tl.cacheSteps(w) {
+			evs = append(evs, traceEvent{Name: "cache bytes", Ph: "C", Ts: usec(s.t), Pid: w.Index, Args: map[string]any{"bytes": s.v}})
+		}
 		for _, s := range w.Samples {
-			evs = append(evs, traceEvent{Name: "cache bytes", Ph: "C", Ts: usec(s.T), Pid: w.Index, Args: map[string]any{"bytes": s.CacheBytes}})
 			if !cmdMem {
 				evs = append(evs, traceEvent{Name: "memory", Ph: "C", Ts: usec(s.T), Pid: w.Index, Args: map[string]any{"rss": s.RSS}})
 			}
@@ -168,16 +168,6 @@ func writeTrace(w io.Writer, r *report, src string) error {
 // barRows places a worker's runs in rows where none overlaps another, as
 // complete events of one thread must nest, and returns each run's row.
 func barRows(bars []bar) []int {
-	var rowEnd []float64
-	rows := make([]int, len(bars))
-	for i, b := range bars {
-		r := slices.IndexFunc(rowEnd, func(end float64) bool { return end <= b.start })
-		if r < 0 {
-			rowEnd = append(rowEnd, 0)
-			r = len(rowEnd) - 1
-		}
-		rowEnd[r] = max(rowEnd[r], b.end)
-		rows[i] = r
-	}
+	rows, _ := placeRows(len(bars), 0, func(i int) (float64, float64) { return bars[i].start, bars[i].end })
 	return rows
 }

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -15,24 +15,24 @@ import (
 // one whose worker died, one never evicted), workflow lines that group the
 // jobs, the commands' peak RSS and exit statuses, and a failed job of a
 // millisecond.
-func testReportV2() *report {
+func testReportV2() *Pool {
 	r := testReport()
 	t0 := r.Started
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	ptr := func(s float64) *time.Time { t := at(s); return &t }
-	item := func(name string, bytes int64, start, built, evicted float64, by string) *itemRecord {
-		it := &itemRecord{Name: name, Bytes: bytes, BuildStarted: at(start), Built: at(built), EvictedBy: by}
+	item := func(name string, bytes int64, start, built, evicted float64, by string) *Item {
+		it := &Item{Name: name, Bytes: bytes, BuildStarted: at(start), Built: at(built), EvictedBy: by}
 		if evicted >= 0 {
 			it.Evicted = ptr(evicted)
 		}
 		return it
 	}
-	r.Workers[0].Items = []*itemRecord{
+	r.Workers[0].Items = []*Item{
 		item("poolrun.item:ref@0123456789abcdef", 3<<20, 0.1, 0.15, 0.3, "policy"),
 		item("poolrun.item:big@0123456789abcdef", 2<<20, 0.45, 0.5, 0.9, "end"),
 		item("scaffold.index:granule", 1<<20, 0.32, 0.35, 0.4, "died"),
 	}
-	r.Workers[1].Items = []*itemRecord{
+	r.Workers[1].Items = []*Item{
 		item("poolrun.item:ref@0123456789abcdef", 1<<20, 0.55, 0.58, 0.7, "budget"),
 		item("poolrun.item:late@0123456789abcdef", 1<<10, 0.82, 0.84, -1, ""),
 	}
@@ -59,7 +59,7 @@ func testReportV2() *report {
 func TestPoolPageItems(t *testing.T) {
 	r := testReportV2()
 	var buf bytes.Buffer
-	if err := renderPoolPage(&buf, r, "r.json"); err != nil {
+	if err := renderPool(&buf, r, "r.json"); err != nil {
 		t.Fatal(err)
 	}
 	html := parsePage(t, buf.Bytes())
@@ -167,8 +167,8 @@ func TestPoolPageItems(t *testing.T) {
 	if title := bars[1][0].title(); !strings.Contains(title, "command: exit status 0, peak RSS 60.0 MiB") {
 		t.Errorf("job 1's hover text %q does not give its exit status and memory", title)
 	}
-	totals := html.named("table", "totals")
-	if len(totals) != 1 || !strings.Contains(totals[0].allText(), `60.0 MiB (job 1 "prepare")`) || !strings.Contains(totals[0].allText(), "16.0 MiB") {
+	Totals := html.named("table", "totals")
+	if len(Totals) != 1 || !strings.Contains(Totals[0].allText(), `60.0 MiB (job 1 "prepare")`) || !strings.Contains(Totals[0].allText(), "16.0 MiB") {
 		t.Errorf("the totals do not give the largest command's peak RSS and poolrun's own")
 	}
 }
@@ -177,16 +177,16 @@ func TestPoolPageItems(t *testing.T) {
 // version 1 (testdata/report-v1.json): every job drawn, builds and
 // evictions as marks, the workers' RSS, no item bars.
 func TestPoolPageVersion1Fixture(t *testing.T) {
-	l, err := loadReport("testdata/report-v1.json")
+	l, err := Load("testdata/report-v1.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := l.pool
+	r := l.Pool
 	if r == nil || r.Version != 1 || len(r.Jobs) != 6 {
 		t.Fatalf("the fixture: %+v", r)
 	}
 	var buf bytes.Buffer
-	if err := l.render(&buf, "report-v1.json"); err != nil {
+	if err := Render(&buf, l, "report-v1.json"); err != nil {
 		t.Fatal(err)
 	}
 	html := parsePage(t, buf.Bytes())
@@ -207,7 +207,7 @@ func TestPoolPageVersion1Fixture(t *testing.T) {
 	}
 	// And its trace.
 	var trace bytes.Buffer
-	if err := writeTrace(&trace, r, "report-v1.json"); err != nil {
+	if err := WriteTrace(&trace, r, "report-v1.json"); err != nil {
 		t.Fatal(err)
 	}
 	checkTrace(t, trace.Bytes(), r)
@@ -216,7 +216,7 @@ func TestPoolPageVersion1Fixture(t *testing.T) {
 // checkTrace checks that data is a trace of report r: a JSON object whose
 // traceEvents hold a complete event per run of a job, on its worker, and
 // begin and end pairs for every item; it returns the events.
-func checkTrace(t *testing.T, data []byte, r *report) []traceEvent {
+func checkTrace(t *testing.T, data []byte, r *Pool) []traceEvent {
 	t.Helper()
 	var tf traceFile
 	if err := json.Unmarshal(data, &tf); err != nil {
@@ -244,7 +244,7 @@ func checkTrace(t *testing.T, data []byte, r *report) []traceEvent {
 	}
 	for _, j := range r.Jobs {
 		want := len(j.Attempts)
-		if want == 0 && j.begin() != nil {
+		if want == 0 && j.Begin() != nil {
 			want = 1
 		}
 		if runs[j.ID] != want {
@@ -272,7 +272,7 @@ func checkTrace(t *testing.T, data []byte, r *report) []traceEvent {
 func TestTrace(t *testing.T) {
 	r := testReportV2()
 	var buf bytes.Buffer
-	if err := writeTrace(&buf, r, "r.json"); err != nil {
+	if err := WriteTrace(&buf, r, "r.json"); err != nil {
 		t.Fatal(err)
 	}
 	evs := checkTrace(t, buf.Bytes(), r)

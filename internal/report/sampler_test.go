@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"os"
@@ -48,21 +48,21 @@ func TestSamplerTake(t *testing.T) {
 	fp.set(1, 0, 0, 3, 5) // gone: RSS unknown
 	s.take(at(400))
 
-	want1 := []sample{
+	want1 := []Sample{
 		{T: 0.1, RSS: 7000},
 		{T: 0.2, CacheBytes: 500, RSS: 7000, Builds: 2},
 		{T: 0.3, CacheBytes: 200, RSS: 8000, Builds: 1, Evictions: 4},
 		{T: 0.4, Evictions: 1},
 	}
-	want2 := []sample{
+	want2 := []Sample{
 		{T: 0.3, CacheBytes: 50, RSS: 9000, Builds: 1},
 		{T: 0.4, CacheBytes: 50, RSS: 9000},
 	}
 	for _, tt := range []struct {
 		index int
-		want  []sample
+		want  []Sample
 	}{{1, want1}, {2, want2}, {3, nil}} {
-		got := s.samples(tt.index)
+		got := s.Samples(tt.index)
 		if len(got) != len(tt.want) {
 			t.Fatalf("worker %d: %d samples, want %d: %+v", tt.index, len(got), len(tt.want), got)
 		}
@@ -86,7 +86,7 @@ func TestSamplerCounterShrinks(t *testing.T) {
 		s.take(start.Add(time.Duration(i) * time.Second))
 	}
 	var got []uint64
-	for _, smp := range s.samples(1) {
+	for _, smp := range s.Samples(1) {
 		got = append(got, smp.Builds)
 	}
 	if len(got) != 3 || got[0] != 3 || got[1] != 0 || got[2] != 1 {
@@ -109,11 +109,11 @@ func TestSamplerHalves(t *testing.T) {
 		if s.take(start.Add(time.Duration(i) * time.Millisecond)) {
 			halvings++
 		}
-		if got := len(s.samples(1)); got >= limit {
+		if got := len(s.Samples(1)); got >= limit {
 			t.Fatalf("after %d samples the series holds %d, the limit is %d", i, got, limit)
 		}
 	}
-	ss := s.samples(1)
+	ss := s.Samples(1)
 	var builds, evictions uint64
 	for i, smp := range ss {
 		builds += smp.Builds
@@ -147,14 +147,14 @@ func TestSamplerSerial(t *testing.T) {
 	}
 }
 
-// startSampler's goroutine samples until stop, which takes the last
+// StartSampler's goroutine samples until Stop, which takes the last
 // sample of the end.
 func TestSamplerStartStop(t *testing.T) {
 	var fp fakePool
 	fp.set(1, os.Getpid(), 10, 1, 0)
-	s := startSampler(fp.stats, false, time.Now())
-	s.stop()
-	ss := s.samples(1)
+	s := StartSampler(fp.stats, false, time.Now())
+	s.Stop()
+	ss := s.Samples(1)
 	if len(ss) == 0 || ss[0].Builds != 1 {
 		t.Fatalf("samples %+v: want at least the last one, with the build", ss)
 	}
