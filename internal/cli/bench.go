@@ -18,6 +18,7 @@ import (
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/atomicfile"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/report"
 	"github.com/poolrun/poolrun/internal/scaffold"
 	"github.com/poolrun/poolrun/internal/scaffoldjobs"
@@ -248,8 +249,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				set.Modes[k].Runs = append(set.Modes[k].Runs, run)
 				if !f.pool.quiet {
 					fmt.Fprintf(stderr, "poolrun bench: %s, %s, run %d of %d: %s, %d builds, peak of sum %s\n",
-						benchWhere(set.Workers), m.name, i+1, f.repeat, roundDur(secondsDur(run.WallSeconds)),
-						int64(run.Builds), humanBytes(int64(run.SummedPeakBytes)))
+						benchWhere(set.Workers), m.name, i+1, f.repeat, human.Duration(secondsDur(run.WallSeconds)),
+						int64(run.Builds), human.Bytes(int64(run.SummedPeakBytes)))
 				}
 			}
 		}
@@ -493,7 +494,7 @@ func printBench(w io.Writer, res *report.Bench) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workers\tmode\twall\tbuilds\tsum of peaks\tpeak of sum\tstale MiB·s\tmax RSS\tchecksum\t")
 	bytes := func(get func(*report.BenchFigures) float64) func(*report.BenchFigures) string {
-		return func(f *report.BenchFigures) string { return humanBytes(int64(get(f))) }
+		return func(f *report.BenchFigures) string { return human.Bytes(int64(get(f))) }
 	}
 	for _, set := range res.Results {
 		workers := strconv.Itoa(set.Workers)
@@ -510,12 +511,12 @@ func printBench(w io.Writer, res *report.Bench) {
 			row := []string{
 				workers,
 				mf.Mode,
-				spread(mf, wall, func(f *report.BenchFigures) string { return roundDur(secondsDur(f.WallSeconds)) }),
-				spread(mf, builds, func(f *report.BenchFigures) string { return trimFloat(f.Builds) }),
+				spread(mf, wall, func(f *report.BenchFigures) string { return human.Duration(secondsDur(f.WallSeconds)) }),
+				spread(mf, builds, func(f *report.BenchFigures) string { return human.Count(f.Builds) }),
 				spread(mf, sumPeaks, bytes(sumPeaks)),
 				spread(mf, peakSum, bytes(peakSum)),
-				spread(mf, stale, func(f *report.BenchFigures) string { return mibSeconds(f.StaleByteSeconds) }),
-				spread(mf, rssMax, func(f *report.BenchFigures) string { return rss(int64(f.MaxPeakRSS)) }),
+				spread(mf, stale, func(f *report.BenchFigures) string { return human.MiBSeconds(f.StaleByteSeconds) }),
+				spread(mf, rssMax, func(f *report.BenchFigures) string { return human.RSS(int64(f.MaxPeakRSS)) }),
 			}
 			sums := map[string]bool{}
 			for _, r := range mf.Runs {
@@ -562,9 +563,9 @@ func benchBudgets(res *report.Bench) string {
 				lo, hi = min(lo, r.CacheBudget), max(hi, r.CacheBudget)
 				exceeded += r.BudgetExceeded
 			}
-			s := humanBytes(lo)
+			s := human.Bytes(lo)
 			if hi != lo {
-				s += "–" + humanBytes(hi)
+				s += "–" + human.Bytes(hi)
 			}
 			s += " per worker at " + benchWhere(set.Workers)
 			if exceeded > 0 {
@@ -590,13 +591,4 @@ func spread(mf *report.BenchMode, get func(*report.BenchFigures) float64, show f
 		s += fmt.Sprintf(" (%s–%s)", show(&mf.Min), show(&mf.Max))
 	}
 	return s
-}
-
-// trimFloat prints a count, which is whole unless it is the median of an
-// even number of runs.
-func trimFloat(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.1f", v)
 }

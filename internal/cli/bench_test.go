@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/report"
 )
 
@@ -67,7 +68,7 @@ func TestBenchTable(t *testing.T) {
 			t.Errorf("row %d is %q, want %s workers, mode %s", i+1, line, workers, mf.Mode)
 			continue
 		}
-		if builds := trimFloat(mf.Median.Builds); f[3] != builds || f[len(f)-1] != res.Checksum {
+		if builds := human.Count(mf.Median.Builds); f[3] != builds || f[len(f)-1] != res.Checksum {
 			t.Errorf("%s workers, %s: %s builds, checksum %s; the report says %s, %s", workers, mf.Mode, f[3], f[len(f)-1], builds, res.Checksum)
 		}
 	}

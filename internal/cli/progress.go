@@ -16,6 +16,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/poolrun/poolrun/engine"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/report"
 )
 
@@ -161,7 +162,7 @@ func (p *progress) status() string {
 	if p.stats != nil {
 		slots, workers = p.workers()
 	}
-	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], slots), c[engine.Failed]+c[engine.Aborted], humanBytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
+	s := fmt.Sprintf("running %d  failed %d  cache %s  %s", min(c[engine.Running], slots), c[engine.Failed]+c[engine.Aborted], human.Bytes(e.CacheBytes), time.Since(p.start).Round(time.Second))
 	if n := c[engine.Cancelled]; n > 0 {
 		s += fmt.Sprintf("  cancelled %d", n)
 	}

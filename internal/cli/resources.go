@@ -10,6 +10,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/workflow"
 	"github.com/spf13/pflag"
 )
@@ -76,7 +77,7 @@ func (f *resourceFlags) capacity(wf *workflow.Workflow, plan *execflow.Plan, slo
 		case c.Slots > 0 && j.Threads > c.Slots:
 			fmt.Fprintf(stderr, "poolrun run: %s:%d: job %q has threads: %d, more than -j %d: it runs alone\n", wf.File, j.Line, j.ID, j.Threads, c.Slots)
 		case c.Memory > 0 && j.Mem > c.Memory:
-			fmt.Fprintf(stderr, "poolrun run: %s:%d: job %q has mem: %s, more than --mem %s: it runs alone\n", wf.File, j.Line, j.ID, humanBytes(j.Mem), humanBytes(c.Memory))
+			fmt.Fprintf(stderr, "poolrun run: %s:%d: job %q has mem: %s, more than --mem %s: it runs alone\n", wf.File, j.Line, j.ID, human.Bytes(j.Mem), human.Bytes(c.Memory))
 		default:
 			for _, name := range slices.Sorted(maps.Keys(j.Resources)) {
 				if limit, ok := c.Named[name]; ok && j.Resources[name] > limit {

@@ -17,6 +17,7 @@ import (
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/workflow"
 	"github.com/spf13/pflag"
 )
@@ -1004,13 +1005,13 @@ func summariseRunErr(err error, ends []jobEnd) error {
 	var named []string
 	for _, e := range ends {
 		if e.failed() {
-			named = append(named, fmt.Sprintf("%s (%s)", showID(e.id), clip(e.reason, 60)))
+			named = append(named, fmt.Sprintf("%s (%s)", showID(e.id), human.Clip(e.reason, 60)))
 		}
 	}
 	if len(named) == 0 {
-		return fmt.Errorf("poolrun run: %d job%s failed", n, plural(n))
+		return fmt.Errorf("poolrun run: %d job%s failed", n, human.Plural(n))
 	}
-	return fmt.Errorf("poolrun run: %d job%s failed: %s", len(named), plural(len(named)), listSome(named, verdictNames))
+	return fmt.Errorf("poolrun run: %d job%s failed: %s", len(named), human.Plural(len(named)), listSome(named, verdictNames))
 }
 
 func unjoin(err error) []error {

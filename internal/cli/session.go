@@ -13,6 +13,7 @@ import (
 	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/report"
 	"github.com/poolrun/poolrun/internal/workflow"
 )
@@ -190,7 +191,7 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 		}
 		if b := s.rec.Budget(); b.Jobs > 0 {
 			fmt.Fprintf(s.stderr, "poolrun: the items of %d job(s) alone took their worker's cache past --cache-budget %s (at most %s: job %d on worker %d)\n",
-				b.Jobs, humanBytes(int64(s.flags.cache.budget)), humanBytes(b.MaxBytes), b.JobID, b.Worker)
+				b.Jobs, human.Bytes(int64(s.flags.cache.budget)), human.Bytes(b.MaxBytes), b.JobID, b.Worker)
 		}
 		if s.summary != nil {
 			s.summary(st) // its last line is the verdict of a run that succeeded
@@ -205,7 +206,7 @@ func (s *session) finish(stdout io.Writer, command string, p *engine.Pool, runEr
 }
 
 // jobEnds returns how the jobs of workflow wf that the run queued (jobs)
-// ended, in the workflow's order, once Run has returned and noteCommands
+// ended, in the workflow's order, once Run has returned and the recorder's NoteCommands
 // has been called. An interrupted job's error in the report gets the line
 // that names what its run removed of its outputs, which the pool did not
 // hear (see execflow.Interrupted).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/report"
 )
 
@@ -26,7 +27,7 @@ func printTable(w io.Writer, st engine.Stats, wall time.Duration) {
 			parts = append(parts, fmt.Sprintf("%d %s", n, engine.Status(i)))
 		}
 	}
-	fmt.Fprintf(w, "jobs: %s; wall time %s; window published %d times\n", strings.Join(parts, ", "), roundDur(wall), st.Publishes)
+	fmt.Fprintf(w, "jobs: %s; wall time %s; window published %d times\n", strings.Join(parts, ", "), human.Duration(wall), st.Publishes)
 	printCache(w, st)
 }
 
@@ -48,16 +49,16 @@ func printWorkers(w io.Writer, st engine.Stats, inProcess bool) {
 	tot := st.Total()
 	for _, ws := range st.Workers {
 		c := ws.Cache
-		pid, peak := fmt.Sprint(ws.PID), rss(ws.PeakRSS)
+		pid, peak := fmt.Sprint(ws.PID), human.RSS(ws.PeakRSS)
 		if inProcess && ws.Host == "" {
 			pid, peak = "-", "-"
 			tot.PeakRSS -= ws.PeakRSS
 		}
-		fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, host(report.HostOf(ws)), pid, ws.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), peak, roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "%d\t%s%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", ws.Index, host(report.HostOf(ws)), pid, ws.Jobs, c.Builds, c.Hits, c.Evictions, human.Bytes(c.PeakBytes), peak, human.Duration(c.BuildTime))
 	}
 	if len(st.Workers) > 1 {
 		c := tot.Cache
-		fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", host(""), tot.Jobs, c.Builds, c.Hits, c.Evictions, humanBytes(c.PeakBytes), rss(tot.PeakRSS), roundDur(c.BuildTime))
+		fmt.Fprintf(tw, "total\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", host(""), tot.Jobs, c.Builds, c.Hits, c.Evictions, human.Bytes(c.PeakBytes), human.RSS(tot.PeakRSS), human.Duration(c.BuildTime))
 	}
 	tw.Flush()
 }
@@ -66,7 +67,7 @@ func printWorkers(w io.Writer, st engine.Stats, inProcess bool) {
 func printCache(w io.Writer, st engine.Stats) {
 	tot := st.Total()
 	line := fmt.Sprintf("cache: the workers held at most %s at once (their peaks sum to %s); stale items held %s MiB·s",
-		humanBytes(st.PeakCacheBytes), humanBytes(tot.Cache.PeakBytes), mibSeconds(st.StaleByteSeconds))
+		human.Bytes(st.PeakCacheBytes), human.Bytes(tot.Cache.PeakBytes), human.MiBSeconds(st.StaleByteSeconds))
 	if tot.BudgetEvicted > 0 {
 		line += fmt.Sprintf("; %d evicted to stay within the budget", tot.BudgetEvicted)
 	}
@@ -121,14 +122,14 @@ func printRunEnd(w io.Writer, ends []jobEnd, st engine.Stats, wall time.Duration
 			printWorkers(w, st, true)
 		}
 		c := st.Total().Cache
-		fmt.Fprintf(w, "items: %d built, %d hits, %d evicted; build time %s; window published %d times\n", c.Builds, c.Hits, c.Evictions, roundDur(c.BuildTime), st.Publishes)
+		fmt.Fprintf(w, "items: %d built, %d hits, %d evicted; build time %s; window published %d times\n", c.Builds, c.Hits, c.Evictions, human.Duration(c.BuildTime), st.Publishes)
 		printCache(w, st)
 	}
 	if s := slowest(ends, wall); s != "" {
 		fmt.Fprintf(w, "slowest: %s\n", s)
 	}
 	if i := largest(ends); i >= 0 && execflow.RSSAbove(ends[i].peakRSS, floor) {
-		fmt.Fprintf(w, "peak RSS: %s %s, the most of any command\n", showID(ends[i].id), humanBytes(ends[i].peakRSS))
+		fmt.Fprintf(w, "peak RSS: %s %s, the most of any command\n", showID(ends[i].id), human.Bytes(ends[i].peakRSS))
 	}
 	var failed, interrupted, cancelled []string
 	for _, e := range ends {
@@ -154,7 +155,7 @@ func printRunEnd(w io.Writer, ends []jobEnd, st engine.Stats, wall time.Duration
 		}
 		fmt.Fprintf(w, "failed: %s\n", l)
 	}
-	fmt.Fprintf(w, "%d job%s: %s; wall time %s\n", len(ends), plural(len(ends)), endCounts(ends), roundDur(wall))
+	fmt.Fprintf(w, "%d job%s: %s; wall time %s\n", len(ends), human.Plural(len(ends)), endCounts(ends), human.Duration(wall))
 }
 
 // endCounts says how many jobs ended each way: "8 succeeded, 2 skipped
@@ -202,7 +203,7 @@ func slowest(ends []jobEnd, wall time.Duration) string {
 	slices.SortStableFunc(ran, func(a, b jobEnd) int { return cmp.Compare(b.seconds, a.seconds) })
 	var parts []string
 	for _, e := range ran[:min(len(ran), endSlowest)] {
-		parts = append(parts, showID(e.id)+" "+roundDur(time.Duration(e.seconds*float64(time.Second))))
+		parts = append(parts, showID(e.id)+" "+human.Duration(time.Duration(e.seconds*float64(time.Second))))
 	}
 	return strings.Join(parts, ", ")
 }

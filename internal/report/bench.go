@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/poolrun/poolrun/internal/human"
 )
 
 // benchPage is the page of a bench report: it holds each run's figures
@@ -126,7 +128,7 @@ func benchSet(set *BenchSet, b *Bench) benchSetView {
 		y := 24 + float64(i)*rowH
 		wb := max(mf.Median.SummedPeakBytes/topBytes*(barW-90), 1)
 		ww := max(mf.Median.WallSeconds/topWall*(barW-90), 1)
-		peak, wall := humanBytes(int64(mf.Median.SummedPeakBytes)), roundDur(secondsDur(mf.Median.WallSeconds))
+		peak, wall := human.Bytes(int64(mf.Median.SummedPeakBytes)), human.Duration(secondsDur(mf.Median.WallSeconds))
 		v.Bars = append(v.Bars, benchBarRow{Mode: mf.Mode, TextY: px(y + 13), Pair: [2]benchBar{
 			{Class: "bar1", X: labelW, Y: px(y + 2), W: px(wb), Title: mf.Mode + ": peak of the summed cache " + peak, Label: peak, LabelX: px(labelW + wb + 6), LabelY: px(y + 13)},
 			{Class: "bar2", X: barX2, Y: px(y + 2), W: px(ww), Title: mf.Mode + ": wall time " + wall, Label: wall, LabelX: px(barX2 + ww + 6), LabelY: px(y + 13)},
@@ -136,18 +138,18 @@ func benchSet(set *BenchSet, b *Bench) benchSetView {
 		return slices.ContainsFunc(mf.Runs, func(r BenchRun) bool { return r.CacheBudget > 0 })
 	})
 	row := func(class, mode, run string, f *BenchFigures, r *BenchRun) benchRow {
-		br := benchRow{Class: class, Cells: []string{mode, run, roundDur(secondsDur(f.WallSeconds)), trimFloat(f.Builds), trimFloat(f.Hits), trimFloat(f.Evictions),
-			humanBytes(int64(f.PeakBytes)), humanBytes(int64(f.SummedPeakBytes)), mibSeconds(f.StaleByteSeconds), rss(int64(f.MaxPeakRSS))}}
+		br := benchRow{Class: class, Cells: []string{mode, run, human.Duration(secondsDur(f.WallSeconds)), human.Count(f.Builds), human.Count(f.Hits), human.Count(f.Evictions),
+			human.Bytes(int64(f.PeakBytes)), human.Bytes(int64(f.SummedPeakBytes)), human.MiBSeconds(f.StaleByteSeconds), human.RSS(int64(f.MaxPeakRSS))}}
 		for i := range f.WorkerPeakBytes {
 			rs := 0.0
 			if i < len(f.WorkerPeakRSS) {
 				rs = f.WorkerPeakRSS[i]
 			}
-			br.PerWorker = append(br.PerWorker, fmt.Sprintf("%d: %s / %s", i+1, humanBytes(int64(f.WorkerPeakBytes[i])), rss(int64(rs))))
+			br.PerWorker = append(br.PerWorker, fmt.Sprintf("%d: %s / %s", i+1, human.Bytes(int64(f.WorkerPeakBytes[i])), human.RSS(int64(rs))))
 		}
 		if r != nil {
 			if r.CacheBudget > 0 {
-				br.Budget = humanBytes(r.CacheBudget)
+				br.Budget = human.Bytes(r.CacheBudget)
 				if r.BudgetExceeded > 0 {
 					br.Budget += fmt.Sprintf(" (exceeded by %d jobs)", r.BudgetExceeded)
 				}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/poolrun/poolrun/internal/atomicfile"
+	"github.com/poolrun/poolrun/internal/human"
 	"github.com/poolrun/poolrun/internal/regfile"
 )
 
@@ -44,7 +45,7 @@ func Load(path string) (*File, error) {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%s: no such file", path)
 	case errors.As(err, &big):
-		return nil, fmt.Errorf("%s: %d bytes, larger than %s: not a report of poolrun", path, big.Size, humanBytes(MaxSize))
+		return nil, fmt.Errorf("%s: %d bytes, larger than %s: not a report of poolrun", path, big.Size, human.Bytes(MaxSize))
 	case err != nil:
 		return nil, err // names the path
 	}
@@ -59,7 +60,7 @@ func Read(name string, r io.Reader) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: larger than %s: not a report of poolrun", name, humanBytes(MaxSize))
+		return nil, fmt.Errorf("%s: larger than %s: not a report of poolrun", name, human.Bytes(MaxSize))
 	}
 	return Decode(name, data)
 }

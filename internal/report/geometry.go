@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/internal/execflow"
+	"github.com/poolrun/poolrun/internal/human"
 )
 
 // The timeline's geometry: where each bar, item, chart and label goes, in
@@ -330,7 +331,7 @@ func (tl *timeline) view() *timelineView {
 		y += laneH + tl.itemsHeight(w.Items) + chartGap + chartH + blockGap
 	}
 	if len(notRun) > 0 {
-		nr := &notRunView{LabelY: px(y + 12), Count: fmt.Sprintf("%d job%s", len(notRun), plural(len(notRun))),
+		nr := &notRunView{LabelY: px(y + 12), Count: fmt.Sprintf("%d job%s", len(notRun), human.Plural(len(notRun))),
 			Lane: box{gutter, px(y), plotW, notRunH}}
 		for _, j := range notRun {
 			t := tl.span
@@ -358,9 +359,9 @@ func (tl *timeline) block(w Worker, bars []bar, y float64, top int64) blockView 
 	case w.PID > 0:
 		bv.Who = fmt.Sprintf("pid %d", w.PID)
 	}
-	bv.Jobs = fmt.Sprintf("%d job%s", w.Jobs, plural(w.Jobs))
+	bv.Jobs = fmt.Sprintf("%d job%s", w.Jobs, human.Plural(w.Jobs))
 	if w.Restarts > 0 {
-		bv.Jobs += fmt.Sprintf(", %d restart%s", w.Restarts, plural(w.Restarts))
+		bv.Jobs += fmt.Sprintf(", %d restart%s", w.Restarts, human.Plural(w.Restarts))
 	}
 
 	// Runs that overlap go to sub-rows: those drawn from when they were
@@ -412,7 +413,7 @@ func (tl *timeline) block(w Worker, bars []bar, y float64, top int64) blockView 
 	cb := cy + chartH // the chart's bottom
 	yOf := func(v int64) float64 { return cb - float64(v)/float64(top)*(chartH-2) }
 	c := chartView{Box: box{gutter, px(cy), plotW, chartH}, Right: gutter + plotW, MidY: px(yOf(top / 2)), ScaleX: gutter - 6, Bottom: px(cb),
-		Top: label{Y: px(cy + 9), Text: humanBytes(top)}, Mid: label{Y: px(yOf(top/2) + 4), Text: humanBytes(top / 2)}}
+		Top: label{Y: px(cy + 9), Text: human.Bytes(top)}, Mid: label{Y: px(yOf(top/2) + 4), Text: human.Bytes(top / 2)}}
 	cache := tl.cacheSteps(w)
 	if len(cache) == 0 && len(w.Samples) == 0 {
 		why := "no samples of cache and memory in this report"
@@ -426,13 +427,13 @@ func (tl *timeline) block(w Worker, bars []bar, y float64, top int64) blockView 
 	if len(cache) > 0 {
 		peak := maxStep(cache)
 		c.Paths = append(c.Paths, path{Class: "cache", D: tl.stepArea(cache, yOf, cb),
-			Title: fmt.Sprintf("worker %d's cache: at most %s (at %s)", w.Index, humanBytes(peak.v), secs(peak.t))})
+			Title: fmt.Sprintf("worker %d's cache: at most %s (at %s)", w.Index, human.Bytes(peak.v), secs(peak.t))})
 	}
 	if commandsMemory(tl.r) {
 		if steps := tl.commandSteps(bars); len(steps) > 0 {
 			top := maxStep(steps)
 			c.Paths = append(c.Paths, path{Class: "cmdmem", D: tl.stepArea(steps, yOf, cb),
-				Title: fmt.Sprintf("worker %d's commands: at most %s of peak RSS at once (at %s), summed over the commands running", w.Index, humanBytes(top.v), secs(top.t))})
+				Title: fmt.Sprintf("worker %d's commands: at most %s of peak RSS at once (at %s), summed over the commands running", w.Index, human.Bytes(top.v), secs(top.t))})
 		}
 	} else if p, ok := tl.rssLine(w, yOf); ok {
 		c.Paths = append(c.Paths, p)
@@ -444,11 +445,11 @@ func (tl *timeline) block(w Worker, bars []bar, y float64, top int64) blockView 
 			x := tl.x(s.T)
 			if s.Builds > 0 {
 				c.Paths = append(c.Paths, path{Class: "build", D: fmt.Sprintf("M%s %sl4.5 -8l4.5 8Z", f1(x-4.5), f1(cb)),
-					Title: fmt.Sprintf("%d item%s built (counted at %s; cache %s)", s.Builds, plural(int(s.Builds)), secs(s.T), humanBytes(s.CacheBytes))})
+					Title: fmt.Sprintf("%d item%s built (counted at %s; cache %s)", s.Builds, human.Plural(int(s.Builds)), secs(s.T), human.Bytes(s.CacheBytes))})
 			}
 			if s.Evictions > 0 {
 				c.Paths = append(c.Paths, path{Class: "evict", D: fmt.Sprintf("M%s %sl4.5 8l4.5 -8Z", f1(x-4.5), f1(cy)),
-					Title: fmt.Sprintf("%d item%s evicted (counted at %s; cache %s)", s.Evictions, plural(int(s.Evictions)), secs(s.T), humanBytes(s.CacheBytes))})
+					Title: fmt.Sprintf("%d item%s evicted (counted at %s; cache %s)", s.Evictions, human.Plural(int(s.Evictions)), secs(s.T), human.Bytes(s.CacheBytes))})
 			}
 		}
 	}
@@ -587,7 +588,7 @@ func (tl *timeline) rssLine(w Worker, yOf func(int64) float64) (path, bool) {
 		}
 	}
 	return path{Class: "rss", D: d.String(),
-		Title: fmt.Sprintf("worker %d's resident memory: at most %s (at %s)", w.Index, humanBytes(peak.RSS), secs(peak.T))}, d.Len() > 0
+		Title: fmt.Sprintf("worker %d's resident memory: at most %s (at %s)", w.Index, human.Bytes(peak.RSS), secs(peak.T))}, d.Len() > 0
 }
 
 // itemReasons are the reasons an item went, as the page colours its bar;
@@ -629,7 +630,7 @@ func (tl *timeline) items(w Worker, y float64) *itemsView {
 	}
 	rows, n := tl.itemRows(w.Items)
 	y += itemGap
-	v := &itemsView{Count: label{X: gutter - 6, Y: px(y + 9), Text: fmt.Sprintf("%d item%s", len(w.Items), plural(len(w.Items)))},
+	v := &itemsView{Count: label{X: gutter - 6, Y: px(y + 9), Text: fmt.Sprintf("%d item%s", len(w.Items), human.Plural(len(w.Items)))},
 		Lane: box{gutter, px(y), plotW, px(float64(n) * itemRowH)}}
 	for i, it := range w.Items {
 		start, end := tl.itemSpan(it)
@@ -644,7 +645,7 @@ func (tl *timeline) items(w Worker, y float64) *itemsView {
 		name := itemName(it.Name)
 		iv := itemView{Name: name, Title: itemTitle(tl, it), Reason: reason,
 			Held: box{px(x0), px(by), px(max(x1-x0, 2)), px(h)}, Build: box{px(x0), px(by), px(max(xb-x0, 1)), px(h)}}
-		if text := name + " · " + humanBytes(it.Bytes); x1-x0 >= float64(len(text))*5.2+8 {
+		if text := name + " · " + human.Bytes(it.Bytes); x1-x0 >= float64(len(text))*5.2+8 {
 			iv.Label = &label{X: px(max(xb, x0) + 3), Y: px(by + h/2 + 3.2), Text: text}
 		}
 		v.Items = append(v.Items, iv)
@@ -819,13 +820,6 @@ func niceBytes(n int64) int64 {
 
 // f1 shows a coordinate to a tenth of a unit.
 func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
 
 // jobName is how the page names a job in a line: its number, and its
 // workflow id where it has one.

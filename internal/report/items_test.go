@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/human"
 )
 
 // testReportV2 is testReport with what version 2 adds: items on both
@@ -82,7 +84,7 @@ func TestPoolPageItems(t *testing.T) {
 				t.Errorf("worker %d item %d: data-item %q, want %q", w.Index, k, g.attrs["data-item"], name)
 			}
 			title := g.title()
-			for _, want := range []string{name, humanBytes(it.Bytes), "build started"} {
+			for _, want := range []string{name, human.Bytes(it.Bytes), "build started"} {
 				if !strings.Contains(title, want) {
 					t.Errorf("worker %d item %s: hover text %q lacks %q", w.Index, name, title, want)
 				}

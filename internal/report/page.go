@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/poolrun/poolrun/internal/human"
 )
 
 // The page of a report is html/template over page.html and page.css: the
@@ -25,7 +27,7 @@ var (
 	//go:embed page.css
 	pageCSS string
 
-	pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"plural": plural}).Parse(pageHTML))
+	pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"plural": human.Plural}).Parse(pageHTML))
 )
 
 // Render writes the page of report f, read from the file named src.
@@ -125,7 +127,7 @@ func renderPool(w io.Writer, r *Pool, src string) error {
 	tl := newTimeline(r)
 	p := &poolPage{frame: frame{Title: "poolrun report: " + r.Command, Style: template.CSS(pageCSS), Src: src},
 		Serial: r.Options.Workers == 0, Workers: r.Options.Workers, Jobs: r.Totals.Jobs, Version: r.Version,
-		Wall: roundDur(secondsDur(r.Totals.WallSeconds)), Options: poolOptions(r.Options)}
+		Wall: human.Duration(secondsDur(r.Totals.WallSeconds)), Options: poolOptions(r.Options)}
 	if !tl.t0.IsZero() {
 		p.Started = tl.t0.Local().Format("2006-01-02 15:04:05 MST")
 	}
@@ -136,7 +138,7 @@ func renderPool(w io.Writer, r *Pool, src string) error {
 		c := w.Cache
 		p.WorkerRows = append(p.WorkerRows, workerRow{Index: w.Index, Host: w.Host, PID: w.PID, Jobs: w.Jobs, Restarts: w.Restarts,
 			Builds: c.Builds, Hits: c.Hits, Evictions: c.Evictions, Stale: w.StaleEvictions, Budget: w.BudgetEvictions,
-			PeakCache: humanBytes(c.PeakBytes), PeakRSS: rss(w.PeakRSS), BuildTime: roundDur(secondsDur(c.BuildTimeSeconds)), Samples: len(w.Samples)})
+			PeakCache: human.Bytes(c.PeakBytes), PeakRSS: human.RSS(w.PeakRSS), BuildTime: human.Duration(secondsDur(c.BuildTimeSeconds)), Samples: len(w.Samples)})
 	}
 	p.Entries = entries(tl)
 	p.Unsuccessful = unsuccessful(r)
@@ -221,7 +223,7 @@ func legend(r *Pool, tl *timeline) legendView {
 	if l.CommandsMemory {
 		floor := ""
 		if f := r.Totals.CommandRSSFloor; f > 0 {
-			floor = fmt.Sprintf(" Commands whose peak was at most poolrun's own (%s) count nothing: Linux counts poolrun's memory in each command's peak, so theirs is not known.", humanBytes(f))
+			floor = fmt.Sprintf(" Commands whose peak was at most poolrun's own (%s) count nothing: Linux counts poolrun's memory in each command's peak, so theirs is not known.", human.Bytes(f))
 		}
 		hint += ", and the memory of its commands: while a command runs, its peak RSS counts (wait4's ru_maxrss), summed over the commands running." + floor
 	} else {
@@ -236,7 +238,7 @@ func sampleEvery(s float64) string {
 	if s <= 0 {
 		return "100 ms"
 	}
-	return roundDur(secondsDur(s))
+	return human.Duration(secondsDur(s))
 }
 
 // poolOptions says how the pool held items.
@@ -252,13 +254,13 @@ func poolOptions(o Options) string {
 		parts = append(parts, "idle eviction")
 	}
 	if o.CacheBudget > 0 {
-		parts = append(parts, "budget "+humanBytes(o.CacheBudget)+" per worker")
+		parts = append(parts, "budget "+human.Bytes(o.CacheBudget)+" per worker")
 	}
 	if o.Retries > 0 {
 		parts = append(parts, fmt.Sprintf("%d retries", o.Retries))
 	}
 	if o.TimeoutSeconds > 0 {
-		parts = append(parts, "timeout "+roundDur(secondsDur(o.TimeoutSeconds)))
+		parts = append(parts, "timeout "+human.Duration(secondsDur(o.TimeoutSeconds)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -274,14 +276,14 @@ func totals(r *Pool) []nameValue {
 	}
 	rows := []nameValue{
 		{"jobs", fmt.Sprintf("%d: %s", t.Jobs, strings.Join(byStatus, ", "))},
-		{"wall time", roundDur(secondsDur(t.WallSeconds))},
+		{"wall time", human.Duration(secondsDur(t.WallSeconds))},
 		{"items built", strconv.FormatUint(t.Builds, 10)},
 		{"cache hits", strconv.FormatUint(t.Hits, 10)},
 		{"items evicted", fmt.Sprintf("%d: %d by the policy, %d for the budget, %d at the end", t.Evictions, t.StaleEvictions, t.BudgetEvictions, t.Evictions-min(t.Evictions, t.StaleEvictions+t.BudgetEvictions))},
-		{"peak of the summed cache (what the host needed at once)", humanBytes(t.SummedPeakBytes)},
-		{"sum of the workers' cache peaks", humanBytes(t.PeakBytes)},
-		{"stale items held (MiB·s)", mibSeconds(t.StaleByteSeconds)},
-		{"sum of the workers' peak RSS", rss(t.PeakRSS)},
+		{"peak of the summed cache (what the host needed at once)", human.Bytes(t.SummedPeakBytes)},
+		{"sum of the workers' cache peaks", human.Bytes(t.PeakBytes)},
+		{"stale items held (MiB·s)", human.MiBSeconds(t.StaleByteSeconds)},
+		{"sum of the workers' peak RSS", human.RSS(t.PeakRSS)},
 		{"window publishes", strconv.FormatUint(t.Publishes, 10)},
 	}
 	if commandsMemory(r) {
@@ -292,15 +294,15 @@ func totals(r *Pool) []nameValue {
 			}
 		}
 		if top != nil {
-			rows = append(rows, nameValue{"largest peak RSS of a command", fmt.Sprintf("%s (%s)", humanBytes(top.PeakRSS), jobName(top))})
+			rows = append(rows, nameValue{"largest peak RSS of a command", fmt.Sprintf("%s (%s)", human.Bytes(top.PeakRSS), jobName(top))})
 		}
 		if t.CommandRSSFloor > 0 {
-			rows = append(rows, nameValue{"poolrun's own peak RSS (counted in every command's)", humanBytes(t.CommandRSSFloor)})
+			rows = append(rows, nameValue{"poolrun's own peak RSS (counted in every command's)", human.Bytes(t.CommandRSSFloor)})
 		}
 	}
 	if b := t.BudgetExceeded; b.Jobs > 0 {
 		rows = append(rows, nameValue{"jobs past the cache budget by their own items",
-			fmt.Sprintf("%d (at most %s: job %d on worker %d)", b.Jobs, humanBytes(b.MaxBytes), b.JobID, b.Worker)})
+			fmt.Sprintf("%d (at most %s: job %d on worker %d)", b.Jobs, human.Bytes(b.MaxBytes), b.JobID, b.Worker)})
 	}
 	return rows
 }
@@ -324,7 +326,7 @@ func unsuccessful(r *Pool) *unsuccessfulView {
 			worker = strconv.Itoa(j.Worker)
 		}
 		v.Rows = append(v.Rows, unsuccessfulRow{Name: jobName(j), Func: j.Func, Labels: labelLine(j.Labels), Class: statusClass(j.Status),
-			Status: j.Status, Worker: worker, Error: clip(j.Error, 2000)})
+			Status: j.Status, Worker: worker, Error: human.Clip(j.Error, 2000)})
 	}
 	return v
 }
@@ -371,7 +373,7 @@ func entries(tl *timeline) []entryStats {
 		}
 		e.Total, e.Mean, e.Max = "-", "-", "-"
 		if timed > 0 {
-			e.Total, e.Mean, e.Max = roundDur(secondsDur(total)), roundDur(secondsDur(total/float64(timed))), roundDur(secondsDur(longest))
+			e.Total, e.Mean, e.Max = human.Duration(secondsDur(total)), human.Duration(secondsDur(total/float64(timed))), human.Duration(secondsDur(longest))
 		}
 		out = append(out, e)
 	}
@@ -410,7 +412,7 @@ func allJobs(tl *timeline) jobsTable {
 	var t jobsTable
 	for _, j := range tl.r.Jobs {
 		row := jobRow{ID: j.ID, Name: shortName(j), Class: statusClass(j.Status), Status: j.Status, Attempts: len(j.Attempts),
-			Exit: "-", Worker: "-", Start: "-", Duration: "-", PeakRSS: rss(j.PeakRSS), start: math.Inf(1), seconds: -1, rss: j.PeakRSS}
+			Exit: "-", Worker: "-", Start: "-", Duration: "-", PeakRSS: human.RSS(j.PeakRSS), start: math.Inf(1), seconds: -1, rss: j.PeakRSS}
 		if g := tl.groupOf[j.ID]; g != nil {
 			row.Entry = g.name
 		}
@@ -432,7 +434,7 @@ func allJobs(tl *timeline) jobsTable {
 		}
 		if d, ok := duration(j); ok {
 			row.seconds = d
-			row.Duration = roundDur(secondsDur(d))
+			row.Duration = human.Duration(secondsDur(d))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -481,18 +483,6 @@ func labelLine(labels map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // secs shows s seconds since t0 to the millisecond.
 func secs(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) + " s" }
 
@@ -522,14 +512,14 @@ func barTitle(b bar) string {
 	if b.open {
 		times = append(times, "no end recorded")
 	} else {
-		times = append(times, fmt.Sprintf("ended %s: %s", secs(b.end), roundDur(secondsDur(b.end-b.start))))
+		times = append(times, fmt.Sprintf("ended %s: %s", secs(b.end), human.Duration(secondsDur(b.end-b.start))))
 	}
 	lines = append(lines, strings.Join(times, ", "))
 	if c := commandLine(b); c != "" {
 		lines = append(lines, c)
 	}
 	if b.err != "" {
-		lines = append(lines, "error: "+clip(b.err, 600))
+		lines = append(lines, "error: "+human.Clip(b.err, 600))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -545,7 +535,7 @@ func commandLine(b bar) string {
 		parts = append(parts, fmt.Sprintf("exit status %d", *b.exit))
 	}
 	if b.last() && b.job.PeakRSS > 0 {
-		parts = append(parts, "peak RSS "+humanBytes(b.job.PeakRSS))
+		parts = append(parts, "peak RSS "+human.Bytes(b.job.PeakRSS))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -564,21 +554,21 @@ func notRunTitle(tl *timeline, j *Job) string {
 		lines = append(lines, "ended "+secs(tl.sec(*j.Ended)))
 	}
 	if j.Error != "" {
-		lines = append(lines, "error: "+clip(j.Error, 600))
+		lines = append(lines, "error: "+human.Clip(j.Error, 600))
 	}
 	return strings.Join(lines, "\n")
 }
 
 // itemTitle is the hover text of an item's bar.
 func itemTitle(tl *timeline, it *Item) string {
-	lines := []string{"item " + itemName(it.Name) + ": " + humanBytes(it.Bytes)}
+	lines := []string{"item " + itemName(it.Name) + ": " + human.Bytes(it.Bytes)}
 	if it.Name != itemName(it.Name) {
 		lines = append(lines, it.Name)
 	}
 	lines = append(lines, fmt.Sprintf("build started %s, ended %s (%s)", secs(tl.sec(it.BuildStarted)), secs(tl.sec(it.Built)),
-		roundDur(it.Built.Sub(it.BuildStarted))))
+		human.Duration(it.Built.Sub(it.BuildStarted))))
 	if it.Evicted != nil {
-		lines = append(lines, fmt.Sprintf("evicted %s (%s), held %s", secs(tl.sec(*it.Evicted)), evictedBy(it.EvictedBy), roundDur(it.Evicted.Sub(it.Built))))
+		lines = append(lines, fmt.Sprintf("evicted %s (%s), held %s", secs(tl.sec(*it.Evicted)), evictedBy(it.EvictedBy), human.Duration(it.Evicted.Sub(it.Built))))
 	} else {
 		lines = append(lines, "no eviction recorded")
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"slices"
+
+	"github.com/poolrun/poolrun/internal/human"
 )
 
 // poolrun report --format trace writes a pool's report in the Chrome trace
@@ -100,7 +102,7 @@ func WriteTrace(w io.Writer, r *Pool, src string) error {
 				args["attempt"] = b.attempt
 			}
 			if b.err != "" {
-				args["error"] = clip(b.err, 2000)
+				args["error"] = human.Clip(b.err, 2000)
 			}
 			// Each run's own exit status; the peak RSS is the last run's.
 			if b.exit != nil {
@@ -150,7 +152,7 @@ func WriteTrace(w io.Writer, r *Pool, src string) error {
 			}
 			args := map[string]any{"job": j.ID, "func": j.Func, "status": j.Status}
 			if j.Error != "" {
-				args["error"] = clip(j.Error, 2000)
+				args["error"] = human.Clip(j.Error, 2000)
 			}
 			evs = append(evs, traceEvent{Name: shortName(j), Cat: "job," + j.Status, Ph: "i", Ts: usec(t), Pid: 0, Tid: 0, Scope: "p", Args: args})
 		}
