@@ -12,14 +12,9 @@ import (
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
-	"github.com/poolrun/poolrun/internal/enginehost"
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/internal/scaffold"
 )
-
-// hooks are what the engine lends tests: options no program needs, and
-// the doors package cluster uses (internal/enginehost).
-var hooks = enginehost.Get[engine.Option]()
 
 // envRole makes the test binary play a part instead of running the
 // benchmarks (see BenchmarkSnapshot's publisher).
