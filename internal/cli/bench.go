@@ -135,8 +135,67 @@ type benchFlags struct {
 	budget  byteSize    // the budget mode's budget; 0: half of never's peak
 }
 
+// runBench is poolrun bench: it parses the flags, loads the workload,
+// makes the output folder, plans the table, runs every mode at every
+// worker count in rounds, then summarises the runs and reports them. Each
+// step is a method of benchRun.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f benchFlags
+	b := &benchRun{stdout: stdout, stderr: stderr}
+	defer b.close()
+	if done, err := b.parse(args); done || err != nil {
+		return err
+	}
+	if err := b.load(); err != nil {
+		return err
+	}
+	if err := b.makeOut(); err != nil {
+		return err
+	}
+	b.plan()
+	// The modes take turns, so that a machine that gets busier or quieter
+	// during the benchmark affects them alike.
+	for i := range b.f.repeat {
+		if err := b.round(ctx, i); err != nil {
+			return err
+		}
+	}
+	b.summarise()
+	return b.report()
+}
+
+// A benchRun is the state of one poolrun bench, which its steps fill in
+// turn (see runBench).
+type benchRun struct {
+	stdout, stderr io.Writer
+
+	f   benchFlags       // set by parse
+	cfg *scaffold.Config // set by load, scaled
+
+	// Set by makeOut.
+	out  string // the output folder, absolute if --out
+	keep bool   // out is --out's, kept at the end
+
+	res *report.Bench // set by plan, filled by round and summarise
+
+	undo []func() // run by close, the last first
+}
+
+// later has close call f, before what was given it earlier, as a defer
+// in runBench would.
+func (b *benchRun) later(f func()) { b.undo = append(b.undo, f) }
+
+// close undoes what the steps did, the last first: it removes the
+// temporary output folder.
+func (b *benchRun) close() {
+	for _, f := range slices.Backward(b.undo) {
+		f()
+	}
+}
+
+// parse parses the flags and the arguments and checks them; it is done
+// after --help.
+func (b *benchRun) parse(args []string) (done bool, err error) {
+	f := &b.f
 	var jobs int
 	var workers, modes string
 	fs := newFlagSet("bench", benchUsage, benchDetails)
@@ -153,15 +212,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&f.scale, "scale", 1, "scale the volume (and so the work and memory) by `FACTOR`, e.g. 0.1 or 2")
 	fs.IntVar(&f.repeat, "repeat", 1, "run each mode `N` times and show the medians")
 	fs.BoolVar(&f.json, "json", false, "print the figures of every run as JSON instead of the table")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	if err := parseFlags(fs, args, b.stdout); err != nil {
 		if errors.Is(err, errHelp) {
-			return nil
+			return true, nil
 		}
-		return err
+		return true, err
 	}
 	if fs.NArg() > 0 {
-		return usageError(fs, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		return true, usageError(fs, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
+	return false, f.check(fs, workers, jobs, modes)
+}
+
+// check checks the flags together, and sets the worker counts and the
+// modes from --workers, -j, --serial and --modes as given.
+func (f *benchFlags) check(fs *pflag.FlagSet, workers string, jobs int, modes string) error {
 	if err := f.pool.checkCommon(); err != nil {
 		return err
 	}
@@ -178,36 +243,54 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.repeat < 1 || f.repeat > maxRepeat {
 		return badInputf("poolrun bench: --repeat %d: want a number of runs from 1 to %d", f.repeat, maxRepeat)
 	}
-	cfg, err := loadScaffoldConfig(f.config)
+	return nil
+}
+
+// load loads the scaffold configuration of --config and scales it.
+func (b *benchRun) load() error {
+	cfg, err := loadScaffoldConfig(b.f.config)
 	if err != nil {
 		return badInput(err)
 	}
-	cfg = cfg.Scaled(f.scale)
+	b.cfg = cfg.Scaled(b.f.scale)
+	return nil
+}
 
-	keep := f.out != ""
-	out := f.out
-	if keep {
-		if out, err = filepath.Abs(out); err != nil {
+// makeOut makes the folder of --out, or else a private temporary folder
+// that close removes.
+func (b *benchRun) makeOut() error {
+	if b.f.out != "" {
+		out, err := filepath.Abs(b.f.out)
+		if err != nil {
 			return badInput(err)
 		}
 		if err := os.MkdirAll(out, 0o777); err != nil {
 			return badInput(fmt.Errorf("poolrun bench: output folder: %w", err))
 		}
-	} else {
-		// Temporary folders of benchmarks that were killed.
-		execflow.SweepScratch("")
-		// A private folder that the next poolrun's sweep removes should
-		// this one be killed before it removes it itself.
-		if out, err = execflow.MakeTempDir("", "bench"); err != nil {
-			return fmt.Errorf("poolrun bench: %w", err)
-		}
-		defer os.RemoveAll(out)
+		b.out, b.keep = out, true
+		return nil
 	}
+	// Temporary folders of benchmarks that were killed.
+	execflow.SweepScratch("")
+	// A private folder that the next poolrun's sweep removes should
+	// this one be killed before it removes it itself.
+	out, err := execflow.MakeTempDir("", "bench")
+	if err != nil {
+		return fmt.Errorf("poolrun bench: %w", err)
+	}
+	b.out = out
+	b.later(func() { os.RemoveAll(out) })
+	return nil
+}
 
-	res := &report.Bench{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.workers,
+// plan lays out the results: a set per worker count, each with a mode per
+// mode of the table, and no runs yet.
+func (b *benchRun) plan() {
+	f := &b.f
+	b.res = &report.Bench{Command: "bench", Config: f.config, Scale: f.scale, Workers: f.workers,
 		Modes: benchModeNames(f.modes), Repeat: f.repeat}
-	if res.Config == "" {
-		res.Config = "embedded"
+	if b.res.Config == "" {
+		b.res.Config = "embedded"
 	}
 	for _, n := range f.workers {
 		set := &report.BenchSet{Workers: n}
@@ -219,42 +302,69 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			set.Modes = append(set.Modes, mf)
 		}
-		res.Results = append(res.Results, set)
+		b.res.Results = append(b.res.Results, set)
 	}
-	// The modes take turns, so that a machine that gets busier or quieter
-	// during the benchmark affects them alike.
-	for i := range f.repeat {
-		for _, set := range res.Results {
-			var neverPeak int64 // never's largest worker peak in this round
-			for k, m := range f.modes {
-				budget := int64(f.budget)
-				if m.budget && budget == 0 {
-					if budget = neverPeak / 2; budget == 0 {
-						return fmt.Errorf("poolrun bench: %s: never's workers held nothing, so there is no budget to derive; give --cache-budget", benchWhere(set.Workers))
-					}
-				}
-				dir := filepath.Join(out, benchDir(set.Workers), m.name)
-				run, err := benchOnce(ctx, &f, stderr, cfg, set.Workers, m, budget, dir, res)
-				if err != nil {
-					return err
-				}
-				if !keep {
-					os.RemoveAll(dir) // one output on disk at a time
-				}
-				if m.name == "never" {
-					for _, w := range run.Workers {
-						neverPeak = max(neverPeak, w.Cache.PeakBytes)
-					}
-				}
-				set.Modes[k].Runs = append(set.Modes[k].Runs, run)
-				if !f.pool.quiet {
-					fmt.Fprintf(stderr, "poolrun bench: %s, %s, run %d of %d: %s, %d builds, peak of sum %s\n",
-						benchWhere(set.Workers), m.name, i+1, f.repeat, human.Duration(secondsDur(run.WallSeconds)),
-						int64(run.Builds), human.Bytes(int64(run.SummedPeakBytes)))
-				}
-			}
+}
+
+// round runs round i (from 0): every mode once at every worker count.
+func (b *benchRun) round(ctx context.Context, i int) error {
+	for _, set := range b.res.Results {
+		if err := b.runSet(ctx, i, set); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// runSet runs every mode once, in table order, at the worker count of set,
+// adding each run to its mode.
+func (b *benchRun) runSet(ctx context.Context, i int, set *report.BenchSet) error {
+	var neverPeak int64 // never's largest worker peak in this round
+	for k, m := range b.f.modes {
+		budget, err := b.budget(m, set.Workers, neverPeak)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(b.out, benchDir(set.Workers), m.name)
+		run, err := b.runOne(ctx, set.Workers, m, budget, dir)
+		if err != nil {
+			return err
+		}
+		if !b.keep {
+			os.RemoveAll(dir) // one output on disk at a time
+		}
+		if m.name == "never" {
+			for _, w := range run.Workers {
+				neverPeak = max(neverPeak, w.Cache.PeakBytes)
+			}
+		}
+		set.Modes[k].Runs = append(set.Modes[k].Runs, run)
+		if !b.f.pool.quiet {
+			fmt.Fprintf(b.stderr, "poolrun bench: %s, %s, run %d of %d: %s, %d builds, peak of sum %s\n",
+				benchWhere(set.Workers), m.name, i+1, b.f.repeat, human.Duration(secondsDur(run.WallSeconds)),
+				int64(run.Builds), human.Bytes(int64(run.SummedPeakBytes)))
+		}
+	}
+	return nil
+}
+
+// budget returns mode m's cache budget at the given worker count: that of
+// --cache-budget, or for the budget mode without it half of neverPeak,
+// never's largest worker peak in the same round.
+func (b *benchRun) budget(m benchMode, workers int, neverPeak int64) (int64, error) {
+	budget := int64(b.f.budget)
+	if m.budget && budget == 0 {
+		if budget = neverPeak / 2; budget == 0 {
+			return 0, fmt.Errorf("poolrun bench: %s: never's workers held nothing, so there is no budget to derive; give --cache-budget", benchWhere(workers))
+		}
+	}
+	return budget, nil
+}
+
+// summarise sets every mode's medians, lowest and highest figures, and
+// whether the checksums of all runs agree (the checksum if they do).
+func (b *benchRun) summarise() {
+	res := b.res
 	res.ChecksumsAgree = true
 	for _, set := range res.Results {
 		for _, mf := range set.Modes {
@@ -270,29 +380,42 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !res.ChecksumsAgree {
 		res.Checksum = ""
 	}
+}
 
-	if f.pool.report != "" || f.json {
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+// report writes the JSON to --report's file, prints it (--json) or the
+// table, and fails if the checksums differ.
+func (b *benchRun) report() error {
+	if b.f.pool.report != "" || b.f.json {
+		if err := b.writeJSON(); err != nil {
 			return err
 		}
-		data = append(data, '\n')
-		if f.pool.report != "" {
-			if err := atomicfile.Write(f.pool.report, data); err != nil {
-				return fmt.Errorf("poolrun bench: writing the report: %w", err)
-			}
-		}
-		if f.json {
-			if _, err := stdout.Write(data); err != nil {
-				return err
-			}
-		}
 	}
-	if !f.json {
-		printBench(stdout, res)
+	if !b.f.json {
+		printBench(b.stdout, b.res)
 	}
-	if !res.ChecksumsAgree {
+	if !b.res.ChecksumsAgree {
 		return errors.New("poolrun bench: the modes wrote different outputs (checksums differ)")
+	}
+	return nil
+}
+
+// writeJSON writes the results as JSON to the file of --report, if given,
+// and to stdout under --json.
+func (b *benchRun) writeJSON() error {
+	data, err := json.MarshalIndent(b.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if b.f.pool.report != "" {
+		if err := atomicfile.Write(b.f.pool.report, data); err != nil {
+			return fmt.Errorf("poolrun bench: writing the report: %w", err)
+		}
+	}
+	if b.f.json {
+		if _, err := b.stdout.Write(data); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -389,11 +512,11 @@ func benchDir(workers int) string {
 	return fmt.Sprintf("j%d", workers)
 }
 
-// benchOnce runs the workload of cfg once in mode m on the given number of
-// workers (0: serial), with budget as the budget mode's budget, writing
-// into dir (emptied first). It sets the workload's job and item counts in
-// res.
-func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffold.Config, workers int, m benchMode, budget int64, dir string, res *report.Bench) (report.BenchRun, error) {
+// runOne runs the workload once in mode m on the given number of workers
+// (0: serial), with budget as the budget mode's budget, writing into dir
+// (emptied first). It sets the workload's job and item counts in the
+// results.
+func (b *benchRun) runOne(ctx context.Context, workers int, m benchMode, budget int64, dir string) (report.BenchRun, error) {
 	var run report.BenchRun
 	where := fmt.Sprintf("poolrun bench: %s, %s", benchWhere(workers), m.name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -402,21 +525,21 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return run, fmt.Errorf("%s: output folder: %w", where, err)
 	}
-	pf := f.pool
+	pf := b.f.pool
 	pf.jobs, pf.serial = workers, workers == 0
-	s := newSession(&pf, stderr)
+	s := newSession(&pf, b.stderr)
 	p := engine.New(append(s.options(), m.options(budget)...)...)
-	plan, err := scaffoldjobs.Queue(p, cfg, dir)
+	plan, err := scaffoldjobs.Queue(p, b.cfg, dir)
 	if err != nil {
 		return run, err
 	}
 	defer plan.Close()
-	res.Jobs, res.Items = len(plan.Place)+len(plan.Connect), 1+len(plan.IndexItems)
+	b.res.Jobs, b.res.Items = len(plan.Place)+len(plan.Connect), 1+len(plan.IndexItems)
 	wall, runErr := s.run(ctx, p)
 	if runErr != nil {
 		return run, fmt.Errorf("%s: %w", where, runErr)
 	}
-	sum, err := summarise(cfg, dir)
+	sum, err := summarise(b.cfg, dir)
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", where, err)
 	}
@@ -426,7 +549,12 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 		run.BudgetExceeded = s.rec.Budget().Jobs
 	}
 	run.WallSeconds = wall.Seconds()
-	st := p.Stats()
+	measure(&run, p.Stats())
+	return run, nil
+}
+
+// measure sets run's cache and memory figures from the pool's statistics.
+func measure(run *report.BenchRun, st engine.Stats) {
 	for _, w := range st.Workers {
 		run.Workers = append(run.Workers, report.WorkerOf(w))
 		run.WorkerPeakBytes = append(run.WorkerPeakBytes, float64(w.Cache.PeakBytes))
@@ -438,7 +566,6 @@ func benchOnce(ctx context.Context, f *benchFlags, stderr io.Writer, cfg *scaffo
 	run.Builds, run.Hits, run.Evictions = float64(c.Builds), float64(c.Hits), float64(c.Evictions)
 	run.StaleEvictions, run.BudgetEvictions = float64(tot.Evicted), float64(tot.BudgetEvicted)
 	run.PeakBytes, run.SummedPeakBytes, run.StaleByteSeconds = float64(c.PeakBytes), float64(st.PeakCacheBytes), st.StaleByteSeconds
-	return run, nil
 }
 
 // summariseMode sets the median, lowest and highest figures of the runs.
