@@ -26,7 +26,9 @@ function, labels, times and error); under it a bar per item the worker
 built, from its build to its eviction, named and sized (hover for why it
 went); then the worker's cache bytes over time and its resident memory
 (for run, the sum of its running commands' peak memory); then the tables
-of the workers and of the totals. A bench report holds each run's figures
+of the totals, the workers, the jobs by workflow entry or function, the
+jobs that did not succeed, and every job (sortable by id, start, duration
+or peak RSS, without a script). A bench report holds each run's figures
 but not its jobs nor samples over time: its page has one table per worker
 count, a row per run, and says so.
 `
