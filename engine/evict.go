@@ -87,9 +87,12 @@ type runner struct {
 	items    []cachepool.Resident
 
 	// journal is takeItems' scratch space; notes are the builds and
-	// evictions not yet reported (see items.go).
-	journal []cachepool.Record
-	notes   []itemNote
+	// evictions not yet reported (see items.go). takenVersion is the
+	// cache's version before the last take (taken: there was one).
+	journal      []cachepool.Record
+	notes        []itemNote
+	taken        bool
+	takenVersion uint64
 }
 
 // sync brings the worker's view of the window to at least generation gen
