@@ -50,6 +50,19 @@ func (c *Cache) Resident(dst []Resident) []Resident {
 	return dst
 }
 
+// Keys appends to dst the keys of the items resident in c, in the order
+// they were built, and returns the extended slice; it allocates only when
+// dst lacks the room. It is [Cache.Resident] for a caller that decides by
+// keys alone, such as a worker that asks its window which of them it no
+// longer lists (then [Cache.Evict]s those): it holds c's lock only to copy
+// the keys. Read [Cache.Version] first to know which resident set the
+// keys were.
+func (c *Cache) Keys(dst []uint64) []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(dst, c.keys...)
+}
+
 // Version returns a number that changes whenever the set of items resident
 // in c changes, and only then: it increases when a build succeeds and its
 // value is memoised, and when [Cache.Evict], [Cache.EvictGen],

@@ -200,3 +200,25 @@ func TestVersion(t *testing.T) {
 		t.Errorf("Evictions = %d, want 4", st.Evictions)
 	}
 }
+
+func TestKeys(t *testing.T) {
+	ctx, c := newCtx(t)
+	if got := c.Keys(nil); got != nil {
+		t.Errorf("Keys(nil) of an empty cache = %x, want nil", got)
+	}
+	items := sizedItems(t, 1, 2, 3)
+	getAll(t, ctx, items, 2, 0, 1)
+	want := []uint64{9, items[2].Key(), items[0].Key(), items[1].Key()} // build order, after dst's
+	dst := make([]uint64, 1, 8)
+	dst[0] = 9
+	if got := c.Keys(dst); !slices.Equal(got, want) || &got[0] != &dst[0] {
+		t.Errorf("Keys = %x, want %x appended in place", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.Keys(dst[:0]) }); n != 0 {
+		t.Errorf("Keys allocates %v times, want 0", n)
+	}
+	c.Evict(func(k uint64) bool { return k != items[0].Key() })
+	if got := c.Keys(nil); !slices.Equal(got, []uint64{items[2].Key(), items[1].Key()}) {
+		t.Errorf("Keys after evicting item 0 = %x", got)
+	}
+}

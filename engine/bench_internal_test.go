@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/poolrun/poolrun/cachepool"
-	"github.com/poolrun/poolrun/shm"
 )
 
 var benchFn = Register("engine.bench", func(ctx context.Context, x int) (int, error) { return x, nil })
@@ -91,73 +90,3 @@ func BenchmarkRequiredSet(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkWorkerWindowCheck measures a worker's whole per-job window work:
-// take a snapshot when the generation moved, then decide which of its
-// resident items to evict (none are, here: they are all still required).
-func BenchmarkWorkerWindowCheck(b *testing.B) {
-	for _, moved := range []bool{false, true} {
-		name := "unchanged"
-		if moved {
-			name = "generation-moved"
-		}
-		b.Run(name, func(b *testing.B) {
-			// Two windows of 1000 keys at different generations, which the
-			// worker reads in turn when "moved", so that every check takes a
-			// new snapshot; the resident items are required in both.
-			var readers [2]*shm.Window
-			for w := range readers {
-				win, err := shm.Create(shm.DefaultCapacity)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer win.Close()
-				var keys []uint64
-				for i := range 1000 {
-					keys = append(keys, cachepool.Key(fmt.Sprint("item", i)))
-				}
-				for g := 0; g <= w; g++ {
-					keys[999] = uint64(g + 1) // another set, another generation
-					win.Publish(keys)
-				}
-				if readers[w], err = shm.Open(win.File()); err != nil {
-					b.Fatal(err)
-				}
-				defer readers[w].Close()
-			}
-			cache := cachepool.New()
-			ctx := cachepool.WithCache(context.Background(), cache)
-			for i := 1; i <= 5; i++ {
-				if _, err := benchItems[i].Get(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			views := [2]windowReader{shmReader{readers[0]}, shmReader{readers[1]}}
-			r := &runner{win: views[0], cache: cache}
-			i := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if moved {
-					i++
-					r.win = views[i&1]
-				}
-				n, err := r.sync(0)
-				if err != nil || n != 0 {
-					b.Fatalf("sync: %d evicted, %v", n, err)
-				}
-			}
-			if got := cache.Stats().Resident; got != 5 {
-				b.Fatalf("%d resident, want 5", got)
-			}
-		})
-	}
-}
-
-// benchItems are items 0..5 named like the keys of the window benchmark.
-var benchItems = func() []*cachepool.Item[int] {
-	var its []*cachepool.Item[int]
-	for i := range 6 {
-		its = append(its, cachepool.Define(fmt.Sprint("item", i), func(context.Context) (int, error) { return i, nil }))
-	}
-	return its
-}()

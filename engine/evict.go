@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cachepool"
-	"github.com/poolrun/poolrun/shm"
 )
 
 // A worker's eviction runner: before each job it brings its view of the
@@ -40,8 +39,15 @@ type runner struct {
 	win    windowReader
 	cache  *cachepool.Cache
 	policy EvictPolicy
-	snap   shm.Snapshot
-	have   bool // snap is valid
+
+	// The last look at the window: every item resident at the cache's
+	// version seenVersion was judged against the set of generation
+	// seenGen (seen: there was a look). keys and absent are scratch.
+	seen        bool
+	seenGen     uint64
+	seenVersion uint64
+	keys        []uint64
+	absent      []uint64
 
 	// maxValue bounds an encoded result (MaxValueSize).
 	maxValue int
@@ -81,39 +87,64 @@ type runner struct {
 	items    []cachepool.Resident
 
 	// journal is takeItems' scratch space; notes are the builds and
-	// evictions not yet reported (see items.go).
-	journal []cachepool.Record
-	notes   []itemNote
+	// evictions not yet reported (see items.go). takenVersion is the
+	// cache's version before the last take (taken: there was one).
+	journal      []cachepool.Record
+	notes        []itemNote
+	taken        bool
+	takenVersion uint64
 }
 
 // sync brings the worker's view of the window to at least generation gen
 // and, under EvictStale and EvictPoolWide, evicts from its cache every
 // item the window no longer lists. It returns the number of items evicted.
 // r.mu is held.
+//
+// When nothing was published since the last look and the cache holds
+// what it held then, there is nothing to decide: that costs a load of the
+// generation and of the cache's version. Otherwise the window is asked,
+// in place, which of the resident items it no longer lists, and those go.
 func (r *runner) sync(gen uint64) (int, error) {
-	if !r.have || r.win.Gen() != r.snap.Gen {
-		s, err := r.win.Snapshot(r.snap.Keys)
-		if err != nil {
-			return 0, err
-		}
-		r.snap, r.have = s, true
+	follows := r.policy.followsWindow()
+	g := r.win.Gen()
+	if g >= gen && follows && r.seen && g == r.seenGen && r.cache.Version() == r.seenVersion {
+		return 0, nil
 	}
-	if r.snap.Gen < gen {
-		if !r.win.WaitGen(gen, time.Now().Add(windowWait)) {
-			return 0, fmt.Errorf("window generation %d, job needs %d: %w", r.win.Gen(), gen, errWindowBehind)
-		}
-		s, err := r.win.Snapshot(r.snap.Keys)
-		if err != nil {
-			return 0, err
-		}
-		r.snap = s
+	if g < gen && !r.win.WaitGen(gen, time.Now().Add(windowWait)) {
+		return 0, fmt.Errorf("window generation %d, job needs %d: %w", r.win.Gen(), gen, errWindowBehind)
 	}
-	if !r.policy.followsWindow() {
+	if !follows {
 		// EvictNever keeps everything; under EvictEachJob the cache was
 		// cleared after the previous job (see afterJob).
 		return 0, nil
 	}
-	return r.evicted(func() int { return len(r.cache.EvictGen(r.snap.Gen, r.snap.Contains)) }), nil
+	// The version first: an item built after it is judged now or, if it
+	// is not among the keys, at the next look, which the version's move
+	// sends down this path again.
+	v := r.cache.Version()
+	r.keys = r.cache.Keys(r.keys[:0])
+	absent, g, err := r.win.AppendAbsent(r.absent[:0], r.keys)
+	r.absent = absent
+	if err != nil {
+		return 0, err
+	}
+	// The generations only grow, and the window was at gen or past it
+	// before AppendAbsent read it: the job never runs on an older view.
+	r.seen, r.seenGen, r.seenVersion = true, g, v
+	if len(absent) == 0 {
+		return 0, nil
+	}
+	if len(absent) > 16 {
+		slices.Sort(absent) // many victims: search them, not scan
+	}
+	gone := func(k uint64) bool {
+		if len(absent) > 16 {
+			_, found := slices.BinarySearch(absent, k)
+			return found
+		}
+		return slices.Contains(absent, k)
+	}
+	return r.evicted(func() int { return len(r.cache.Evict(func(k uint64) bool { return !gone(k) })) }), nil
 }
 
 // evicted runs an eviction, notes the bytes it freed (against what the
@@ -239,7 +270,7 @@ func (r *runner) idleEvict(wc workerConn, stop <-chan struct{}) {
 				break // a job has started: it syncs itself
 			}
 			n := 0
-			if r.have && r.win.Gen() != r.snap.Gen {
+			if r.seen && r.win.Gen() != r.seenGen {
 				n, _ = r.sync(0)
 				r.takeItems(EvictedByPolicy)
 			}

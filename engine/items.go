@@ -54,6 +54,14 @@ type itemNote struct {
 // evictions marked with why. r.mu is held, or the job that the serve loop
 // runs under it calls (a build's budget eviction).
 func (r *runner) takeItems(why EvictReason) {
+	// Builds and evictions move the cache's version as they are recorded
+	// (under the cache's lock): with the version where it was before the
+	// last take, there is nothing to take.
+	v := r.cache.Version()
+	if r.taken && v == r.takenVersion {
+		return
+	}
+	r.taken, r.takenVersion = true, v
 	r.journal, _ = r.cache.TakeJournal(r.journal[:0])
 	for _, rec := range r.journal {
 		r.notes = append(r.notes, noteOf(rec, why))

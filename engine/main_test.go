@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envNoInit); dir != "" {
 		os.Exit(noInitMain(dir))
 	}
+	if os.Getenv(engine.EnvWindowPublisher) != "" {
+		os.Exit(engine.WindowPublisherMain())
+	}
 	if os.Getenv(engine.WorkerEnv) != "" {
 		if path := os.Getenv(envDieAtStart); path != "" {
 			if _, err := os.Stat(path); err == nil {

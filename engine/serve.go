@@ -16,6 +16,15 @@ import (
 // A worker's serve loop, the same in a worker process and in serial mode,
 // whatever the transport.
 
+// check is what a worker does with the window before each job: bring its
+// view up to generation gen and evict what the window no longer lists
+// (sync), and note the evictions for the parent. r.mu is held.
+func (r *runner) check(gen uint64) (int, error) {
+	n, err := r.sync(gen)
+	r.takeItems(EvictedByPolicy)
+	return n, err
+}
+
 // runTask runs one task and returns its reply; when bringing the window up
 // to the task's generation evicted items, it first tells the parent
 // through wc (so that what the parent knows of the worker's memory is not
@@ -26,8 +35,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	if r.win.Gen() < t.gen {
 		wc.release() // it may wait for the window: the last reply goes first
 	}
-	evicted, err := r.sync(t.gen)
-	r.takeItems(EvictedByPolicy)
+	evicted, err := r.check(t.gen)
 	if evicted > 0 {
 		st := &workerState{evicted: evicted, stats: r.cache.Stats(), resident: r.resident(), items: r.itemNotes()}
 		r.version, r.reported = r.cache.Version(), true

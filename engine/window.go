@@ -27,8 +27,10 @@ type windowPublisher = enginehost.WindowPublisher
 type windowReader interface {
 	// Gen returns the generation the worker can see now.
 	Gen() uint64
-	// Snapshot copies the set (into dst's room) with its generation.
-	Snapshot(dst []uint64) (shm.Snapshot, error)
+	// AppendAbsent appends to dst those of keys that the set does not
+	// list (none while it is overflowed), and returns them with the
+	// generation of the set it looked in: one consistent set.
+	AppendAbsent(dst, keys []uint64) ([]uint64, uint64, error)
 	// WaitGen waits until the generation is at least gen or deadline has
 	// passed, and reports whether it got there. On false the worker keeps
 	// every item: it cannot tell which are still needed.

@@ -7,16 +7,19 @@
 // descriptor, for example through [os/exec.Cmd.ExtraFiles]) and
 // [Window.Publish]es the whole set whenever it changes. Each worker [Open]s
 // the descriptor, which maps the window read-only, and takes a
-// [Window.Snapshot] when it wants to know the set: no message or lock is
-// involved on either side, and the only system call is the wake-up that
-// follows a publish (see below).
+// [Window.Snapshot] when it wants to know the set, or asks
+// [Window.AppendAbsent] which of its own keys the set no longer lists,
+// which searches the mapping in place; [Window.Gen], one atomic load, tells
+// it whether anything was published since it last looked. No message or
+// lock is involved between the processes, and the only system call is the
+// wake-up that follows a publish (see below).
 //
 // # Consistency
 //
 // Writes go through a seqlock. The writer stores an odd sequence, then the
 // keys and their count, then the next even sequence; a reader copies the
-// count and keys between two loads of the sequence and retries unless both
-// saw the same even value. Every shared word is accessed through sync/atomic,
+// count and keys (or searches them in place) between two loads of the
+// sequence and retries unless both saw the same even value. Every shared word is accessed through sync/atomic,
 // so the writer's final (even) sequence store is synchronised before the
 // reader's load that observes it, and the reader sees every key written
 // before it: a snapshot is always exactly one published set, never parts of

@@ -53,6 +53,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -113,4 +114,39 @@ func mapHeader(m []byte, capacity int) header {
 		h.slots = unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(&m[headerSize])), capacity)
 	}
 	return h
+}
+
+// search reports whether key is among slots[0:n], which the caller has
+// bounded by the capacity: a binary search of atomic loads in place. Under
+// a publish in progress the loads may see a mixture of two sets, and the
+// answer is then meaningless but the search stays within the slots; the
+// caller's seqlock discards it (see [Window.AppendAbsent]).
+func (h *header) search(n int, key uint64) bool {
+	if n == 0 {
+		return false
+	}
+	slots := h.slots[:n]
+	// Branch-free halving, as in [Snapshot.Contains].
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		if slots[base+half].Load() <= key {
+			base += half
+		}
+		n -= half
+	}
+	return slots[base].Load() == key
+}
+
+// retire replaces the pages of mapping m, at the same addresses, with
+// private zero pages that no file backs, in one mmap call (MAP_FIXED
+// replaces a mapping atomically: no instant leaves the range unmapped).
+// Close calls it instead of unmapping, so that a [Window.Gen] that runs
+// concurrently with Close, which takes no lock, reads 0 rather than fault.
+// The window's file is released at once; the zero pages stay reserved
+// until the Window is unreachable (see Close).
+func retire(m []byte) error {
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&m[0]), uintptr(len(m)),
+		unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +34,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "reader":
 		os.Exit(roleReader())
+	case "absent":
+		os.Exit(roleAbsent())
 	case "creator":
 		os.Exit(roleCreator(false))
 	case "creator-tempfile":
@@ -171,6 +174,74 @@ func roleReader() int {
 		snapshots++
 	}
 	fmt.Printf("snapshots=%d retries=%d generations=%d\n", snapshots, w.Retries(), len(gens))
+	return 0
+}
+
+// roleAbsent is roleReader for AppendAbsent: it looks probes, keys of
+// several of the test sets, up in the window at descriptor 3, and checks
+// that the keys found absent are those of exactly one published set.
+func roleAbsent() int {
+	w, err := shm.Open(os.NewFile(3, "window"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "absent:", err)
+		return 1
+	}
+	defer w.Close()
+	w.SetStallTimeout(time.Hour) // as in roleReader
+	var probes []uint64
+	for _, id := range []uint64{1, 2, 50} {
+		set := testSet(id)
+		probes = append(probes, set[0], set[len(set)/2], set[len(set)-1])
+	}
+	// The answers one set can give: a mask of the probes it lacks.
+	mask := func(absent []uint64) (m uint64) {
+		for _, k := range absent {
+			m |= 1 << slices.Index(probes, k)
+		}
+		return m
+	}
+	valid := map[uint64]bool{mask(probes): true} // the empty sets
+	for id := range uint64(100) {
+		set := testSet(id + 1)
+		var absent []uint64
+		for _, k := range probes {
+			if _, ok := slices.BinarySearch(set, k); !ok {
+				absent = append(absent, k)
+			}
+		}
+		valid[mask(absent)] = true
+	}
+	var stop atomic.Bool
+	go func() { io.Copy(io.Discard, os.Stdin); stop.Store(true) }()
+	fmt.Println("ready")
+	var (
+		buf     = make([]uint64, 0, len(probes))
+		lookups int
+		gens    = map[uint64]bool{}
+	)
+	for !stop.Load() {
+		absent, gen, err := w.AppendAbsent(buf[:0], probes)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "absent:", err)
+			return 1
+		}
+		if !valid[mask(absent)] {
+			fmt.Fprintf(os.Stderr, "absent: torn read at generation %d: %#x absent\n", gen, absent)
+			return 1
+		}
+		if gen%2 != 0 {
+			fmt.Fprintf(os.Stderr, "absent: odd generation %d\n", gen)
+			return 1
+		}
+		if !gens[gen] {
+			gens[gen] = true
+			if len(gens) == tornReadGens {
+				fmt.Println("seen") // the writer may stop
+			}
+		}
+		lookups++
+	}
+	fmt.Printf("lookups=%d retries=%d generations=%d\n", lookups, w.Retries(), len(gens))
 	return 0
 }
 

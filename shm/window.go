@@ -176,10 +176,14 @@ func (w *Window) Writable() bool { return w.writable }
 // Gen returns the current generation: the seqlock sequence, which is even
 // when no publish is under way and grows by 2 with each publish that changes
 // the set. It returns 0 after Close.
+//
+// Gen takes no lock and costs two atomic loads, so that a reader can tell
+// that nothing was published since its last look (the generation it saw
+// then is still there) for the price of a comparison. It may run
+// concurrently with Close: the mapping stays readable until the Window is
+// unreachable (see Close), and Gen then returns 0 or the generation.
 func (w *Window) Gen() uint64 {
-	w.life.RLock()
-	defer w.life.RUnlock()
-	if w.closed {
+	if w.closing.Load() {
 		return 0
 	}
 	return w.h.seq.Load()
@@ -327,11 +331,7 @@ func (w *Window) publishAt(keys []uint64, at uint64) (gen uint64, err error) {
 // not allocate) and returns it with its generation.
 //
 // The copy is consistent: it is exactly one published set, never a mixture
-// of two. It is made under the seqlock: read the sequence, the count and the
-// keys, read the sequence again, and retry unless both reads saw the same even
-// value. All accesses are atomic, so in terms of the Go memory model the
-// writer's final store of an even sequence is synchronised before the
-// reader's load that observes it, and every key store before it is visible.
+// of two (see [Window.AppendAbsent] for the seqlock that makes it so).
 //
 // A sequence that stays odd for longer than the stall timeout (see
 // [Window.SetStallTimeout]) gives [ErrWriterStalled]; a writer that keeps
@@ -342,6 +342,81 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 	if w.closed {
 		return Snapshot{}, ErrClosed
 	}
+	gen, over, err := w.read(func(n int, _ bool) {
+		if cap(dst) < n {
+			dst = make([]uint64, n, w.capacity)
+		}
+		dst = dst[:n]
+		for i := range dst {
+			dst[i] = w.h.slots[i].Load()
+		}
+	})
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return Snapshot{Gen: gen, Keys: dst, Overflow: over}, nil
+}
+
+// AppendAbsent appends to dst those of keys that the window's current set
+// does not list, in the order of keys, and returns the extended slice with
+// the generation of that set. It decides in place, without a copy of the
+// set: one binary search of the slots per key. When the window is
+// overflowed no key is absent (every key must be taken as present). It
+// does not allocate when dst has room for every key.
+//
+// It is what a reader does before each job to decide which of its items
+// to evict: keys are the items it holds, and the answer is what the
+// window no longer lists.
+//
+// The answer is consistent: it comes from exactly one published set. It
+// is made under the seqlock: load the sequence, then the count, the
+// overflow mark and the slots the searches visit, then the sequence again,
+// and retry unless both loads saw the same even value. The writer stores
+// an odd sequence before its first slot and the even one after its last.
+// All accesses are sync/atomic operations, which the Go memory model makes
+// sequentially consistent: so if a load of the reader saw any store of a
+// publish, the reader's second load of the sequence comes after that
+// publish's odd store in the one order of all atomic operations, and sees
+// it or a later value; if both loads saw the same even value, no publish
+// wrote between them, and every slot loaded is the one that publish left.
+// The writer's final (even) store is synchronised before the reader's
+// load that observes it, so the set it completed is visible whole.
+//
+// A sequence that stays odd for longer than the stall timeout (see
+// [Window.SetStallTimeout]) gives [ErrWriterStalled]; a writer that keeps
+// publishing only makes the reader retry.
+func (w *Window) AppendAbsent(dst, keys []uint64) ([]uint64, uint64, error) {
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return dst, 0, ErrClosed
+	}
+	n0 := len(dst)
+	gen, _, err := w.read(func(n int, over bool) {
+		dst = dst[:n0] // a retry starts again
+		if over {
+			return
+		}
+		for _, k := range keys {
+			if !w.h.search(n, k) {
+				dst = append(dst, k)
+			}
+		}
+	})
+	if err != nil {
+		return dst[:n0], 0, err
+	}
+	return dst, gen, nil
+}
+
+// read runs load under the seqlock until one run of it saw a single
+// published set: it loads the sequence, the count and the overflow mark,
+// calls load with the count (bounded by the capacity) and the mark, and
+// loads the sequence again; it retries unless both loads of the sequence
+// saw the same even value. load must read the slots with atomic loads
+// only, and may run any number of times. It returns the generation and
+// the mark of the set that load last saw. w.life is held shared.
+func (w *Window) read(load func(count int, overflow bool)) (gen uint64, overflow bool, err error) {
 	var (
 		stuckSeq   uint64
 		stuckSince time.Time
@@ -353,20 +428,13 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 			n := w.h.count.Load()
 			over := w.h.overflow.Load() != 0
 			if n <= uint64(w.capacity) {
-				if uint64(cap(dst)) < n {
-					dst = make([]uint64, n, w.capacity)
-				}
-				dst = dst[:n]
-				slots := w.h.slots[:n]
-				for i := range slots {
-					dst[i] = slots[i].Load()
-				}
+				load(int(n), over)
 			}
 			if w.h.seq.Load() == s1 {
 				if n > uint64(w.capacity) {
-					return Snapshot{}, fmt.Errorf("%w: count %d exceeds capacity %d", ErrCorrupt, n, w.capacity)
+					return 0, false, fmt.Errorf("%w: count %d exceeds capacity %d", ErrCorrupt, n, w.capacity)
 				}
-				return Snapshot{Gen: s1, Keys: dst, Overflow: over}, nil
+				return s1, over, nil
 			}
 		}
 		w.retries.Add(1)
@@ -381,7 +449,7 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 			if s1 != stuckSeq || stuckSince.IsZero() {
 				stuckSeq, stuckSince = s1, now
 			} else if now.Sub(stuckSince) > time.Duration(w.stallNanos.Load()) {
-				return Snapshot{}, fmt.Errorf("%w: sequence %d unchanged for %v", ErrWriterStalled, s1, now.Sub(stuckSince).Round(time.Millisecond))
+				return 0, false, fmt.Errorf("%w: sequence %d unchanged for %v", ErrWriterStalled, s1, now.Sub(stuckSince).Round(time.Millisecond))
 			}
 			if spins > 256 {
 				time.Sleep(50 * time.Microsecond)
@@ -392,11 +460,18 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 	}
 }
 
-// Close unmaps the window and, for the writer, closes its file; the memory is
-// released when the last process holding it exits or closes it. Close wakes
-// the goroutines of this process waiting in [Window.WaitGen], which return
-// [ErrClosed], and waits for calls under way in other goroutines; later calls
-// return [ErrClosed]. Closing twice is harmless.
+// Close releases the window's mapping and, for the writer, closes its file;
+// the memory is released when the last process holding it exits or closes
+// it. Close wakes the goroutines of this process waiting in
+// [Window.WaitGen], which return [ErrClosed], and waits for calls under way
+// in other goroutines; later calls return [ErrClosed] (Gen returns 0).
+// Closing twice is harmless.
+//
+// The addresses of the mapping are not unmapped at once: Close puts zero
+// pages in their place, which nothing backs, and unmaps those once the
+// Window is unreachable. That is what lets [Window.Gen] read the mapping
+// without a lock: a Gen that overlaps Close can never touch an unmapped
+// page.
 func (w *Window) Close() error {
 	w.closing.Store(true)
 	w.wakeWaiters()
@@ -406,9 +481,15 @@ func (w *Window) Close() error {
 		return nil
 	}
 	w.closed = true
-	err := unix.Munmap(w.mapping)
+	m := w.mapping
+	var err error
+	if rerr := retire(m); rerr != nil {
+		// The window's own pages stay mapped, and readable, until the
+		// cleanup below unmaps them.
+		err = fmt.Errorf("shm: releasing the mapping: %w", rerr)
+	}
+	runtime.AddCleanup(w, func(m []byte) { unix.Munmap(m) }, m)
 	w.mapping = nil
-	w.h = header{}
 	if w.roFile != nil {
 		w.roFile.Close()
 	}
