@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,4 +109,68 @@ func BenchmarkVersusMake(b *testing.B) {
 	b.ReportMetric(perJob(cpu[1]), "poolrun-cpu-ms/job")
 	b.ReportMetric(wall[1].Seconds()/wall[0].Seconds(), "wall-ratio")
 	b.ReportMetric(cpu[1].Seconds()/cpu[0].Seconds(), "cpu-ratio")
+}
+
+// BenchmarkFirstCommand times a one-job run from the start of the tool's
+// process to the start of its one command, `poolrun run` of a workflow of
+// one job against `make` of one target, one after the other in every op
+// (which goes first alternates): the command prints the clock
+// (`date +%s%N`), taken just before the tool is started. It reports each
+// tool's median in ms and poolrun's over make's. Like BenchmarkVersusMake
+// the test binary plays the `poolrun` command. Skipped where make or date
+// is not installed.
+func BenchmarkFirstCommand(b *testing.B) {
+	makePath, err := exec.LookPath("make")
+	if err != nil {
+		b.Skip("make is not installed")
+	}
+	if _, err := exec.LookPath("date"); err != nil {
+		b.Skip("date is not installed")
+	}
+	dir := b.TempDir()
+	for name, text := range map[string]string{
+		"jobs.yaml": "jobs:\n  - id: one\n    run: date +%s%N\n",
+		"Makefile":  "all:\n\t@date +%s%N\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tools := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"make", func() *exec.Cmd { return exec.Command(makePath, "-s") }},
+		{"poolrun", func() *exec.Cmd {
+			c := exec.Command(os.Args[0], "run", "jobs.yaml")
+			c.Env = append(os.Environ(), envRole+"=poolrun")
+			return c
+		}},
+	}
+	var first [2][]float64
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range tools {
+			k = (k + i) % len(tools)
+			cmd := tools[k].cmd()
+			cmd.Dir = dir
+			start := time.Now()
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatalf("%s: %v\n%s", tools[k].name, err, out)
+			}
+			line, _, _ := strings.Cut(string(out), "\n")
+			ns, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+			if err != nil {
+				b.Fatalf("%s printed %q, not the clock", tools[k].name, out)
+			}
+			first[k] = append(first[k], float64(ns-start.UnixNano())/1e6)
+		}
+	}
+	b.StopTimer()
+	med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+	m, p := med(first[0]), med(first[1])
+	b.ReportMetric(m, "make-first-ms")
+	b.ReportMetric(p, "poolrun-first-ms")
+	b.ReportMetric(p/m, "first-ratio")
 }

@@ -50,10 +50,11 @@ type shellOutcome struct {
 	duration time.Duration
 	// maxRSS is the peak resident memory, in bytes, of the command's
 	// largest process (wait4's ru_maxrss, over the shell and the
-	// descendants it waited for); 0 where unknown. floor is this
-	// process's own peak once the command ended, at least what it was
-	// when it started the command, which an exec carries into the
-	// command's (see Result.PeakRSS).
+	// descendants it waited for); 0 where unknown. floor, set only when
+	// the command failed (exitCode not 0), is this process's own peak
+	// once the command ended, at least what it was when it started the
+	// command, which an exec carries into the command's (see
+	// Result.PeakRSS).
 	maxRSS, floor int64
 }
 
@@ -115,10 +116,6 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		return out, err
 	}
 	out.maxRSS = int64(ru.Maxrss) * maxrssUnit
-	// This process's own peak now: at least what it was when the command
-	// started (a peak never falls). Not its getrusage maxrss, which also
-	// holds what its own exec carried over from its parent.
-	out.floor = procmem.PeakRSS()
 	if !logs {
 		writeErr = nil // the job's output is not its business
 	}
@@ -134,6 +131,15 @@ func runShell(ctx context.Context, c shellCmd) (shellOutcome, error) {
 		out.exitCode, out.signal = -1, signalName(ws.Signal())
 	} else {
 		out.exitCode = ws.ExitStatus()
+	}
+	if out.exitCode != 0 {
+		// This process's own peak now: at least what it was when the
+		// command started (a peak never falls). Not its getrusage maxrss,
+		// which also holds what its own exec carried over from its parent.
+		// Read only for a command that failed, floor's one use: the
+		// kernel walks the process's memory map for /proc/self/status,
+		// which would otherwise weigh on every command.
+		out.floor = procmem.PeakRSS()
 	}
 	if writeErr != nil {
 		return out, fmt.Errorf("writing its output: %w", writeErr)

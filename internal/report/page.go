@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/poolrun/poolrun/internal/human"
@@ -27,7 +28,11 @@ var (
 	//go:embed page.css
 	pageCSS string
 
-	pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"plural": human.Plural}).Parse(pageHTML))
+	// pageTemplate is parsed on first use, not at package initialisation:
+	// every poolrun command links this package, and few write a page.
+	pageTemplate = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("page").Funcs(template.FuncMap{"plural": human.Plural}).Parse(pageHTML))
+	})
 )
 
 // Render writes the page of report f, read from the file named src.
@@ -41,7 +46,7 @@ func Render(w io.Writer, f *File, src string) error {
 // execute writes the template name over data to w whole, or nothing.
 func execute(w io.Writer, name string, data any) error {
 	var buf bytes.Buffer
-	if err := pageTemplate.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pageTemplate().ExecuteTemplate(&buf, name, data); err != nil {
 		return err
 	}
 	_, err := w.Write(buf.Bytes())
