@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -249,22 +250,12 @@ func (tl *timeline) bars() (byWorker map[int][]bar, notRun []*Job) {
 	for _, bs := range byWorker {
 		slices.SortStableFunc(bs, func(a, b bar) int {
 			if a.start != b.start {
-				return cmpFloat(a.start, b.start)
+				return cmp.Compare(a.start, b.start)
 			}
 			return a.job.ID - b.job.ID
 		})
 	}
 	return byWorker, notRun
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // workers are the report's workers by index, and a bare entry for each
@@ -499,7 +490,7 @@ func (tl *timeline) stepArea(steps []step, yOf func(int64) float64, cb float64) 
 
 // sumSteps is the running sum of changes (at t, by d) as a step line.
 func sumSteps(cs []step) []step {
-	slices.SortStableFunc(cs, func(a, b step) int { return cmpFloat(a.t, b.t) })
+	slices.SortStableFunc(cs, func(a, b step) int { return cmp.Compare(a.t, b.t) })
 	var steps []step
 	var sum int64
 	for _, c := range cs {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -454,9 +455,9 @@ func allJobs(tl *timeline) jobsTable {
 		t.Sorts = append(t.Sorts, jobSort{Key: key, Name: name, Order: idx[:n]})
 	}
 	order("id", "job", func(a, b *jobRow) int { return a.ID - b.ID })
-	order("start", "start", func(a, b *jobRow) int { return cmpFloat(a.start, b.start) })
-	order("seconds", "duration (longest first)", func(a, b *jobRow) int { return cmpFloat(b.seconds, a.seconds) })
-	order("rss", "peak RSS (largest first)", func(a, b *jobRow) int { return cmpInt(b.rss, a.rss) })
+	order("start", "start", func(a, b *jobRow) int { return cmp.Compare(a.start, b.start) })
+	order("seconds", "duration (longest first)", func(a, b *jobRow) int { return cmp.Compare(b.seconds, a.seconds) })
+	order("rss", "peak RSS (largest first)", func(a, b *jobRow) int { return cmp.Compare(b.rss, a.rss) })
 	return t
 }
 
@@ -467,16 +468,6 @@ func duration(j *Job) (float64, bool) {
 		return 0, false
 	}
 	return j.Ended.Sub(*j.Begin()).Seconds(), true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // labelLine lists a job's labels as k=v, by key.
