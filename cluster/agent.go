@@ -22,14 +22,14 @@ import (
 
 // Agent joins the pool of joinFile as one host agent: one connection to
 // the pool's server, and n worker processes of this program behind it
-// (enginehost.Engine.StartWorkerProcess: the very processes a local pool
-// starts), or
-// n goroutines with [InProcess].
+// (the very processes a local pool starts), or n goroutines with
+// [InProcess].
+//
 // The pool sends the agent its workers' jobs, control and windows on one
-// stream, and the agent sends their replies back on another (host.go); it
+// stream; the agent sends their replies back on another (host.go). It
 // relays each worker's frames between those streams and the worker's
-// pipes, and writes each worker's window, in shared memory, from the
-// pool's sets at the pool's generations: the workers read it with atomic
+// pipes. It writes each worker's window, in shared memory, from the
+// pool's sets at the pool's generations; the workers read it with atomic
 // loads, as on the pool's host.
 //
 // A worker that dies while the pool runs is replaced (its running job is

@@ -64,12 +64,12 @@
 // A worker is the pool's own program (the same registered functions): its
 // main calls engine.Init first, as every poolrun program does, and then
 // [Agent] with the join file (poolrun: `poolrun worker --join-file F -j
-// N`). The agent holds the host's one connection to the pool's server; it
-// starts N worker processes, the very processes a local pool starts
-// (enginehost.Engine.StartWorkerProcess), relays their frames between their pipes and
-// the host's streams, and writes each one's window, in shared memory, from
-// the pool's sets at the pool's generations, so that the workers read it
-// with atomic loads as on the pool's host: the single-host mechanism,
+// N`). The agent holds the host's one connection to the pool's server. It
+// starts N worker processes, the very processes a local pool starts, and
+// relays their frames between their pipes and the host's streams. It
+// writes each one's window, in shared memory, from the pool's sets at the
+// pool's generations, so that the workers read it with atomic loads as on
+// the pool's host: the single-host mechanism,
 // unchanged, on every host. A pool that is not running yet is asked again
 // for up to a minute. An agent of another build or protocol is refused
 // with a message that names both builds. [Dial] connects to a pool as an

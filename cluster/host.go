@@ -38,12 +38,12 @@ const (
 
 // outputWindow is how many bytes of a worker's output (recOut and
 // recErr together) its agent sends beyond what the pool has said it
-// passed on (recGrant): the pool holds at most that much of the output
-// of each remote worker, and a job that prints faster than the pool's
+// passed on (recGrant). So the pool holds at most that much of each
+// remote worker's output, and a job that prints faster than the pool's
 // writers take it waits in its write, as over a pipe to a terminal. The
-// pool says so each time it has passed on a quarter of the window, and
-// whenever it has passed on all that came: an agent waits only while a
-// window is on its way.
+// pool grants more each time it has passed on a quarter of the window,
+// and whenever it has passed on all that came: an agent waits only while
+// a grant is on its way.
 const outputWindow = 1 << 20
 
 // What a recClose says: the worker's jobs end, and it goes; or it is

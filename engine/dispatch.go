@@ -82,15 +82,19 @@ func (s *scheduler) dispatch() {
 	// workers (collect, deliver).
 }
 
-// rebalance revokes jobs that wait behind others at busy workers,
-// one for each worker that has nothing to do and no revoke on its way
-// already: the last job waiting at the busiest worker first, among those
-// that need no cache item. (Moving a job that needs items would change
-// what the workers hold: the busy worker's window would stop listing them
-// and it might evict what its next jobs need; such jobs are sent ahead
-// only where their items are resident, and wait there.) The worker hands
-// a job back unless it has started it; the job is queued again when it
-// comes back (revoked) and goes, most likely, to the idle worker.
+// rebalance revokes jobs that wait behind others at busy workers, one for
+// each worker that has nothing to do and no revoke on its way already.
+// It takes the last job waiting at the busiest worker first, among those
+// that need no cache item.
+//
+// A job that needs items stays: moving it would change what the workers
+// hold. The busy worker's window would stop listing its items, and the
+// worker might evict what its next jobs need. Such jobs are sent ahead
+// only where their items are resident, and wait there.
+//
+// The worker hands a job back unless it has started it. The job is queued
+// again when it comes back (revoked) and goes, most likely, to the idle
+// worker.
 func (s *scheduler) rebalance() {
 	if s.donors.Len() == 0 {
 		return // no job to take back

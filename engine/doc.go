@@ -229,41 +229,60 @@ package engine
 
 // The files of this package, one concern each.
 //
-// The API: options.go (pool options; RemoteOnly), registry.go
-// (registered functions, the build's fingerprint), job.go (Queue, Job and its
-// options), pool.go (Pool, New, Go, Run), status.go, events.go, stats.go,
-// errors.go, policy.go (eviction policies), output.go (what workers and
-// jobs print), mapjobs.go (Map, RunMap), resources.go (JobResources,
-// Capacity), retryfail.go (RetryFailures), learn.go (LearnItems,
-// StrictItems, and the learning of undeclared items on both sides).
+// The API:
+//   - options.go: pool options; RemoteOnly.
+//   - registry.go: registered functions, the build's fingerprint.
+//   - job.go: Queue, Job and its options.
+//   - pool.go: Pool, New, Go, Run.
+//   - status.go, events.go, stats.go, errors.go.
+//   - policy.go: eviction policies.
+//   - output.go: what workers and jobs print.
+//   - mapjobs.go: Map, RunMap.
+//   - resources.go: JobResources, Capacity.
+//   - retryfail.go: RetryFailures.
+//   - learn.go: LearnItems, StrictItems, and the learning of undeclared
+//     items on both sides.
 //
-// The scheduler: graph.go (the job graph and the per-key reference
-// counts), queue.go (the ready queue), scheduler.go (its state and
-// loop), rounds.go (collecting and delivering the windows' sets and the
-// round's jobs), dispatch.go (which worker takes a Queued job;
-// rebalancing by revokes), affinity.go (which ready job a free worker
-// takes; eviction order under a budget), replies.go (what workers say;
-// the end of a run), health.go (timeouts, cancels, silence, deaths, the
-// crash loop), places.go (worker places, starts and handshakes),
-// placesets.go (the sets of places the scheduler keeps up to date, so
-// that its work follows what changed), cachebytes.go (the figures of
-// cached and stale bytes), items.go (the workers' item journals and the
-// item events).
+// The scheduler:
+//   - graph.go: the job graph and the per-key reference counts.
+//   - queue.go: the ready queue.
+//   - scheduler.go: its state and loop.
+//   - rounds.go: collecting and delivering the windows' sets and the
+//     round's jobs.
+//   - dispatch.go: which worker takes a Queued job; rebalancing by
+//     revokes.
+//   - affinity.go: which ready job a free worker takes; eviction order
+//     under a budget.
+//   - replies.go: what workers say; the end of a run.
+//   - health.go: timeouts, cancels, silence, deaths, the crash loop.
+//   - places.go: worker places, starts and handshakes.
+//   - placesets.go: the sets of places the scheduler keeps up to date, so
+//     that its work follows what changed.
+//   - cachebytes.go: the figures of cached and stale bytes.
+//   - items.go: the workers' item journals and the item events.
 //
-// The seam: transport.go (the transport and link interfaces, the messages),
-// window.go (the window interfaces and the shared-memory window). The links:
-// link_process.go (worker processes over pipes), link_stream.go (workers
-// over streams: admit), link_local.go (goroutines), workerprocess.go (a
-// worker process started for a pool elsewhere), framelink.go (the
-// parent's half of the frames, shared by the first two), wire.go and
-// wiredecode.go (the frames), codec.go (job values), proc_linux.go and
-// proc_other.go (how a worker process is started), lease_linux.go and
-// lease_other.go (a worker process's lease from its starter).
+// The seam:
+//   - transport.go: the transport and link interfaces, the messages.
+//   - window.go: the window interfaces and the shared-memory window.
 //
-// The worker: process.go (Init, a worker process's life), pipeworker.go
-// (the worker's half of the frames), jobcontrol.go (cancels and
-// revokes while a job runs), serve.go (the serve loop), evict.go (the
-// window's evictions, the budget, idle eviction).
+// The links:
+//   - link_process.go: worker processes over pipes.
+//   - link_stream.go: workers over streams (admit).
+//   - link_local.go: goroutines.
+//   - workerprocess.go: a worker process started for a pool elsewhere.
+//   - framelink.go: the parent's half of the frames, shared by the first
+//     two.
+//   - wire.go, wiredecode.go: the frames; codec.go: job values.
+//   - proc_linux.go, proc_other.go: how a worker process is started.
+//   - lease_linux.go, lease_other.go: a worker process's lease from its
+//     starter.
+//
+// The worker:
+//   - process.go: Init, a worker process's life.
+//   - pipeworker.go: the worker's half of the frames.
+//   - jobcontrol.go: cancels and revokes while a job runs.
+//   - serve.go: the serve loop.
+//   - evict.go: the window's evictions, the budget, idle eviction.
 //
 // The door: host.go registers with internal/enginehost what package
 // cluster and other packages' tests take from the engine (the joiner,

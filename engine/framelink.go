@@ -8,11 +8,11 @@ import (
 )
 
 // frameLink is the parent's half of a conversation in frames (wire.go),
-// which the links to a worker process and to a worker over streams share:
-// it encodes what it is given into frames that one goroutine writes (so
-// that the scheduler never waits for a full pipe or a slow stream), writes
-// cancels and revokes on the control stream, and reads the worker's frames,
-// reporting them as messages from the link that embeds it.
+// shared by the links to a worker process and to a worker over streams.
+// It encodes what it is given into frames that one goroutine writes, so
+// the scheduler never waits for a full pipe or a slow stream. It writes
+// cancels and revokes on the control stream. It reads the worker's frames
+// and reports them as messages from the link that embeds it.
 type frameLink struct {
 	self   link // the link the messages come from
 	w      io.WriteCloser

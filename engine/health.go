@@ -157,13 +157,13 @@ func sooner(a, b time.Time) time.Time {
 // one whose main reached New without calling Init (checkInit) stops the
 // pool at once with ErrNoInit: every other worker would do the same.
 //
-// A worker that died without having run a job (before the handshake, or
-// after it while it had no job), neither asked to stop nor killed, counts
-// towards a crash loop, until a new worker finishes its first job: at
-// crashLoopLimit of them in a row no worker is started any more, and Run's
-// error says so, with what the last one printed (and, when none of them
-// had answered the handshake, a word on Init). The pool goes on with the
-// workers that serve; with none, it ends. A worker that dies under a job
+// A worker that died without having run a job counts towards a crash
+// loop: one that died before the handshake, or after it with no job, and
+// was neither asked to stop nor killed. The count restarts when a new
+// worker finishes its first job. At crashLoopLimit in a row no worker is
+// started any more, and Run's error says so, with what the last one
+// printed (and a word on Init when none of them answered the handshake).
+// The pool goes on with the workers that serve; with none, it ends. A worker that dies under a job
 // does not count: the job is Aborted or retried, and the worker replaced.
 func (s *scheduler) died(pl *place, why error, lastWords string) {
 	p := s.p

@@ -32,12 +32,13 @@ type place struct {
 	removed  bool        // the place is gone; only its figures remain
 
 	// What the scheduler's sets and counts hold of the place, as of the
-	// last placeChanged: its slots in s.takers and s.donors (-1: not
-	// there), and whether it counts as free, busy, soon and linked; blocked
-	// says that pick found its worker could take no more jobs, which keeps
-	// it out of s.takers until it changes (or a function's average time
-	// crosses a bound of the dispatch rules: see done). revocable counts
-	// its jobs in flight that rebalance may take back (see revocable).
+	// last placeChanged. takerSlot and donorSlot are its slots in s.takers
+	// and s.donors (-1: not there); in says whether it counts as free,
+	// busy, soon and linked. blocked says that pick found its worker could
+	// take no more jobs: it stays out of s.takers until it changes, or
+	// until a function's average time crosses a bound of the dispatch
+	// rules (see done). revocable counts its jobs in flight that rebalance
+	// may take back (see revocable).
 	takerSlot, donorSlot int
 	blocked              bool
 	in                   struct{ free, busy, soon, linked bool }

@@ -32,13 +32,12 @@ type readyGroup struct {
 	at   int      // index in heads
 
 	// sorted says that jobs is in increasing order of id, which makes it
-	// a min-heap too: as long as every job pushed comes after those
-	// there (as jobs do that are queued in order, or released in order by
-	// their dependencies), a push appends and a pop takes the first, each
-	// in constant time, where a heap's pop costs a walk of log n jobs
-	// scattered in memory. The first job pushed out of order (one sent
-	// back to the queue by a worker's death, one released early) makes
-	// the group a heap until it empties.
+	// a min-heap too. While every job pushed comes after those there (jobs
+	// queued in order, or released in order by their dependencies), a push
+	// appends and a pop takes the first, each in constant time; a heap's
+	// pop costs a walk of log n jobs scattered in memory. The first job
+	// pushed out of order (one sent back by a worker's death, one released
+	// early) makes the group a heap until it empties.
 	sorted bool
 }
 
