@@ -134,17 +134,12 @@ func (r *runner) sync(gen uint64) (int, error) {
 	if len(absent) == 0 {
 		return 0, nil
 	}
-	if len(absent) > 16 {
-		slices.Sort(absent) // many victims: search them, not scan
+	keep := func(k uint64) bool { return !slices.Contains(absent, k) }
+	if len(absent) > 16 { // many victims: search them, not scan
+		slices.Sort(absent)
+		keep = func(k uint64) bool { _, found := slices.BinarySearch(absent, k); return !found }
 	}
-	gone := func(k uint64) bool {
-		if len(absent) > 16 {
-			_, found := slices.BinarySearch(absent, k)
-			return found
-		}
-		return slices.Contains(absent, k)
-	}
-	return r.evicted(func() int { return len(r.cache.Evict(func(k uint64) bool { return !gone(k) })) }), nil
+	return r.evicted(func() int { return len(r.cache.Evict(keep)) }), nil
 }
 
 // evicted runs an eviction, notes the bytes it freed (against what the
