@@ -13,21 +13,22 @@ import (
 // characters other than tab and newline, invalid UTF-8, U+FFFE and
 // U+FFFF) replaced by U+FFFD.
 func clean(s string) string {
-	ok := func(r rune) bool {
-		return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r != utf8.RuneError && r < 0xFFFE ||
-			r >= 0x10000 && r <= utf8.MaxRune
+	if strings.IndexFunc(s, notXML) < 0 {
+		return s
 	}
-	for _, r := range s {
-		if !ok(r) || r == utf8.RuneError {
-			return strings.ToValidUTF8(strings.Map(func(r rune) rune {
-				if ok(r) {
-					return r
-				}
-				return utf8.RuneError
-			}, s), "\uFFFD")
+	// Invalid UTF-8 comes to the mapping as utf8.RuneError, which it keeps.
+	return strings.Map(func(r rune) rune {
+		if notXML(r) {
+			return utf8.RuneError
 		}
-	}
-	return s
+		return r
+	}, s)
+}
+
+// notXML reports whether r is a character that XML 1.0 cannot hold, or
+// utf8.RuneError (which is also what invalid UTF-8 decodes as).
+func notXML(r rune) bool {
+	return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == utf8.RuneError || r == 0xFFFE || r == 0xFFFF
 }
 
 // cleanPool is a copy of r whose texts are clean. The result is marshalled
