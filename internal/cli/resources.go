@@ -99,11 +99,9 @@ func (f *resourceFlags) limits(wf *workflow.Workflow) map[string]int64 {
 	if len(wf.Resources) == 0 && len(f.named) == 0 {
 		return nil
 	}
-	l := maps.Clone(wf.Resources)
-	if l == nil {
-		l = make(map[string]int64, len(f.named))
-	}
-	maps.Copy(l, f.named)
+	l := make(map[string]int64, len(wf.Resources)+len(f.named))
+	maps.Copy(l, wf.Resources)
+	maps.Copy(l, f.named) // the flag wins
 	return l
 }
 
