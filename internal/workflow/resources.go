@@ -132,15 +132,15 @@ func (p *parser) namedResources(f field, name string, top bool) map[string]int64
 // ResourceName reports whether s may name a resource: a letter or _, then
 // letters, digits or _ (ASCII).
 func ResourceName(s string) bool {
-	for i, r := range s {
-		switch {
-		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case '0' <= r && r <= '9' && i > 0:
-		default:
+	if s == "" || '0' <= s[0] && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' {
 			return false
 		}
 	}
-	return s != ""
+	return true
 }
 
 // ResourceEnvPrefix begins the name of the environment variable that holds
