@@ -25,12 +25,17 @@ type frameLink struct {
 	cond    *sync.Cond
 	pending enc // frames not written yet
 	closed  bool
+
+	spare spareNotes // for the reader
 }
 
 func (f *frameLink) init(self link, w, ctl io.WriteCloser, r io.ReadCloser, params workerParams) {
 	f.self, f.w, f.ctl, f.r, f.params = self, w, ctl, r, params
 	f.cond = sync.NewCond(&f.mu)
+	f.spare = newSpareNotes()
 }
+
+func (f *frameLink) recycle(notes []note) { f.spare.put(notes) }
 
 // begin queues the handshake and starts the writing goroutine.
 func (f *frameLink) begin(index int) {
@@ -130,13 +135,13 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 	}
 	hi.pid = int(pid)
 	out <- msg{from: f.self, hello: &hi}
-	var batch []note
+	batch := f.spare.get(16)
 	// flush reports the notes batched so far, then m (if any), in the
 	// order the worker wrote them.
 	flush := func(m *msg) {
 		if len(batch) > 0 {
 			out <- msg{from: f.self, notes: batch}
-			batch = nil
+			batch = f.spare.get(16)
 		}
 		if m != nil {
 			out <- *m
@@ -156,14 +161,14 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 			}
 			batch = append(batch, note{started: id, at: time.Now().Add(-ago).UnixNano()})
 		case frameDone:
-			r, err := d.done()
-			if err != nil {
+			var r reply
+			if err := d.done(&r); err != nil {
 				return err
 			}
-			if n := len(batch); n > 0 && batch[n-1].started == r.id && batch[n-1].done == nil {
-				batch[n-1].done = r // the job's start and end in one note
+			if n := len(batch); n > 0 && batch[n-1].started == r.id && !batch[n-1].ended {
+				batch[n-1].ended, batch[n-1].done = true, r // the job's start and end in one note
 			} else {
-				batch = append(batch, note{done: r})
+				batch = append(batch, note{ended: true, done: r})
 			}
 		case frameState:
 			st, err := d.state()

@@ -70,7 +70,7 @@ func (t *localTransport) start(index int, win windowPublisher) (link, error) {
 // joined along, if not nil, as that of a worker that joined by itself.
 func (t *localTransport) serve(index int, w *shm.Window, joined windowPublisher) *localLink {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &localLink{out: t.out, cancelServe: cancel, wake: make(chan struct{}, 1)}
+	l := &localLink{out: t.out, cancelServe: cancel, wake: make(chan struct{}, 1), spare: newSpareNotes()}
 	l.kick = msg{from: l, pull: l.pull}
 	// Its jobs print through JobOutput, in whole lines, as a worker
 	// process's do.
@@ -105,6 +105,7 @@ type localLink struct {
 	wake        chan struct{}      // the worker waits on it for tasks
 	ctl         jobControl
 	ended       sync.Once
+	spare       spareNotes
 
 	mu       sync.Mutex
 	queue    []task // queue[head:] are the tasks not taken yet
@@ -158,7 +159,7 @@ func (l *localLink) note(n note, idle bool) {
 		l.held++
 		kick = l.mustKick(now || l.held >= maxHeldNotes)
 	} else {
-		kick = l.add(msg{from: l, notes: append(make([]note, 0, maxHeldNotes), n)}, now)
+		kick = l.add(msg{from: l, notes: append(l.spare.get(maxHeldNotes), n)}, now)
 	}
 	l.mu.Unlock()
 	if kick {
@@ -196,6 +197,8 @@ func (l *localLink) pull() []msg {
 	return ms
 }
 
+func (l *localLink) recycle(notes []note) { l.spare.put(notes) }
+
 // end says that the worker has gone, once.
 func (l *localLink) end(why error) {
 	l.ended.Do(func() { l.say(msg{from: l, died: why}) })
@@ -231,7 +234,7 @@ func (l *localLink) revoke(id, seq uint64) {
 		return
 	}
 	l.mu.Lock()
-	kick := l.add(msg{from: l, notes: []note{{done: &reply{id: id, outcome: outcomeRevoked}}}}, true)
+	kick := l.add(msg{from: l, notes: []note{{ended: true, done: reply{id: id, outcome: outcomeRevoked}}}}, true)
 	l.mu.Unlock()
 	if kick {
 		go func() { l.out <- l.kick }() // the scheduler calls revoke
@@ -316,7 +319,7 @@ func (w *localWorker) started(id uint64, at time.Time) error {
 }
 
 func (w *localWorker) done(r *reply) error {
-	w.l.note(note{done: r}, false)
+	w.l.note(note{ended: true, done: *r}, false)
 	return nil
 }
 

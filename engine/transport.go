@@ -124,12 +124,51 @@ type hello struct {
 }
 
 // A note says that a job began on its worker (started, its id, at the
-// pool's time at in Unix ns; 0: when the note came), or ended (done), or
-// both: a short job's start comes with its end.
+// pool's time at in Unix ns; 0: when the note came), or ended (ended, and
+// done is its reply), or both: a short job's start comes with its end.
+// The reply is held by value, so that a batch of notes is one allocation,
+// which the link that filled it may reuse once the scheduler has handled
+// it (noteRecycler).
 type note struct {
 	started uint64
 	at      int64
-	done    *reply
+	ended   bool
+	done    reply
+}
+
+// A noteRecycler is a link that reuses the batches of notes it hands the
+// scheduler: once the scheduler has handled a batch, it gives it back
+// with recycle, and keeps nothing that points into it.
+type noteRecycler interface {
+	recycle(notes []note)
+}
+
+// spareNotes holds the batches of notes that a link got back (recycle),
+// for it to fill again: a leaky free list, of which a batch that finds it
+// full is left to the collector.
+type spareNotes chan []note
+
+// newSpareNotes keeps two batches: the link fills one while the scheduler
+// handles another.
+func newSpareNotes() spareNotes { return make(spareNotes, 2) }
+
+// put takes back a batch that the scheduler has handled.
+func (s spareNotes) put(notes []note) {
+	clear(notes) // nothing handled stays reachable from the batch
+	select {
+	case s <- notes[:0]:
+	default:
+	}
+}
+
+// get returns an empty batch: a spare one, or a new one of room n.
+func (s spareNotes) get(n int) []note {
+	select {
+	case b := <-s:
+		return b
+	default:
+		return make([]note, 0, n)
+	}
 }
 
 // task is one job as a worker sees it.
@@ -221,9 +260,9 @@ type workerConn interface {
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
-	// done reports a finished job. The report may be held back (by a
-	// local worker, whose notes outlive it) until the worker waits for a
-	// task, or release.
+	// done reports a finished job; r is the caller's again when done
+	// returns. The report may be held back (by a local worker, whose
+	// notes outlive it) until the worker waits for a task, or release.
 	done(r *reply) error
 	// release sends what is held back.
 	release() error
