@@ -70,7 +70,7 @@ func (t *localTransport) start(index int, win windowPublisher) (link, error) {
 // joined along, if not nil, as that of a worker that joined by itself.
 func (t *localTransport) serve(index int, w *shm.Window, joined windowPublisher) *localLink {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &localLink{out: t.out, cancelServe: cancel, wake: make(chan struct{}, 1), spare: newSpareNotes()}
+	l := &localLink{out: t.out, cancelServe: cancel, wake: make(chan struct{}, 1)}
 	l.kick = msg{from: l, pull: l.pull}
 	// Its jobs print through JobOutput, in whole lines, as a worker
 	// process's do.
@@ -105,7 +105,6 @@ type localLink struct {
 	wake        chan struct{}      // the worker waits on it for tasks
 	ctl         jobControl
 	ended       sync.Once
-	spare       spareNotes
 
 	mu       sync.Mutex
 	queue    []task // queue[head:] are the tasks not taken yet
@@ -116,6 +115,7 @@ type localLink struct {
 	held     int   // the notes in the outbox
 	kicked   bool  // a kick is on its way: the scheduler will pull
 	gone     bool  // its end was said: nothing more goes out
+	pulled   pulled
 }
 
 // maxHeldNotes bounds the notes a local worker holds back.
@@ -159,7 +159,7 @@ func (l *localLink) note(n note, idle bool) {
 		l.held++
 		kick = l.mustKick(now || l.held >= maxHeldNotes)
 	} else {
-		kick = l.add(msg{from: l, notes: append(l.spare.get(maxHeldNotes), n)}, now)
+		kick = l.add(msg{from: l, notes: append(l.pulled.batch(maxHeldNotes), n)}, now)
 	}
 	l.mu.Unlock()
 	if kick {
@@ -193,11 +193,9 @@ func (l *localLink) pull() []msg {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ms := l.outbox
-	l.outbox, l.held, l.kicked = nil, 0, false
+	l.outbox, l.held, l.kicked = l.pulled.swap(ms), 0, false
 	return ms
 }
-
-func (l *localLink) recycle(notes []note) { l.spare.put(notes) }
 
 // end says that the worker has gone, once.
 func (l *localLink) end(why error) {

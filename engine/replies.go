@@ -51,9 +51,6 @@ func (s *scheduler) handle(m msg, now time.Time) {
 				s.done(pl, &n.done, now)
 			}
 		}
-		if r, ok := m.from.(noteRecycler); ok {
-			r.recycle(m.notes)
-		}
 	case m.state != nil && pl.saidBye:
 		// Older than the goodbye's statistics: nothing to take.
 	case m.state != nil:

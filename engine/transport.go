@@ -127,8 +127,8 @@ type hello struct {
 // pool's time at in Unix ns; 0: when the note came), or ended (ended, and
 // done is its reply), or both: a short job's start comes with its end.
 // The reply is held by value, so that a batch of notes is one allocation,
-// which the link that filled it may reuse once the scheduler has handled
-// it (noteRecycler).
+// which the link that filled it reuses once the scheduler has handled it
+// (pulled).
 type note struct {
 	started uint64
 	at      int64
@@ -136,39 +136,38 @@ type note struct {
 	done    reply
 }
 
-// A noteRecycler is a link that reuses the batches of notes it hands the
-// scheduler: once the scheduler has handled a batch, it gives it back
-// with recycle, and keeps nothing that points into it.
-type noteRecycler interface {
-	recycle(notes []note)
+// pulled is what a link's last pull returned. The scheduler has handled
+// it by the time of the link's next pull, which reuses its room: the
+// slice of messages, and a batch of notes.
+type pulled struct {
+	msgs  []msg
+	notes []note // an emptied batch, for the next notes
 }
 
-// spareNotes holds the batches of notes that a link got back (recycle),
-// for it to fill again: a leaky free list, of which a batch that finds it
-// full is left to the collector.
-type spareNotes chan []note
-
-// newSpareNotes keeps two batches: the link fills one while the scheduler
-// handles another.
-func newSpareNotes() spareNotes { return make(spareNotes, 2) }
-
-// put takes back a batch that the scheduler has handled.
-func (s spareNotes) put(notes []note) {
-	clear(notes) // nothing handled stays reachable from the batch
-	select {
-	case s <- notes[:0]:
-	default:
+// swap records ms as pulled and returns the room of the pull before, as
+// an empty slice of messages.
+func (p *pulled) swap(ms []msg) []msg {
+	prev := p.msgs
+	for i := range prev {
+		if ns := prev[i].notes; cap(ns) > cap(p.notes) {
+			clear(ns) // nothing handled stays reachable from the batch
+			p.notes = ns[:0]
+		}
 	}
+	clear(prev)
+	p.msgs = ms
+	return prev[:0]
 }
 
-// get returns an empty batch: a spare one, or a new one of room n.
-func (s spareNotes) get(n int) []note {
-	select {
-	case b := <-s:
-		return b
-	default:
+// batch returns an empty batch of notes of room n at least: the one that
+// swap kept, or a new one.
+func (p *pulled) batch(n int) []note {
+	b := p.notes
+	p.notes = nil
+	if cap(b) < n {
 		return make([]note, 0, n)
 	}
+	return b
 }
 
 // task is one job as a worker sees it.
