@@ -59,8 +59,9 @@ type runner struct {
 	budgetEvicted atomic.Int64
 	// busy is set while a job's function runs (for the heartbeat).
 	busy atomic.Bool
-	// base is the parent of the jobs' contexts.
-	base context.Context
+	// base is the parent of the jobs' contexts, first that of the
+	// contexts of their first runs.
+	base, first context.Context
 	// fn is the function of the last task, named fnName.
 	fn     *funcEntry
 	fnName string

@@ -12,7 +12,9 @@ import (
 // It encodes what it is given into frames that one goroutine writes, so
 // the scheduler never waits for a full pipe or a slow stream. It writes
 // cancels and revokes on the control stream. It reads the worker's frames
-// and reports them as messages from the link that embeds it.
+// into an inbox, which the scheduler pulls: the link kicks it once per
+// pull, however many frames arrive meanwhile, and reuses the room of what
+// it pulled the time before.
 type frameLink struct {
 	self   link // the link the messages come from
 	w      io.WriteCloser
@@ -25,11 +27,48 @@ type frameLink struct {
 	cond    *sync.Cond
 	pending enc // frames not written yet
 	closed  bool
+
+	inMu   sync.Mutex
+	inbox  []msg // what the worker said since the last pull, from the link
+	kicked bool  // a kick (a msg that pulls) is on its way
+	pulled pulled
 }
 
 func (f *frameLink) init(self link, w, ctl io.WriteCloser, r io.ReadCloser, params workerParams) {
 	f.self, f.w, f.ctl, f.r, f.params = self, w, ctl, r, params
 	f.cond = sync.NewCond(&f.mu)
+}
+
+// add puts n in the inbox, with the notes just before it. f.inMu is held.
+func (f *frameLink) add(n note) {
+	if k := len(f.inbox); k > 0 && f.inbox[k-1].notes != nil {
+		f.inbox[k-1].notes = append(f.inbox[k-1].notes, n)
+		return
+	}
+	f.inbox = append(f.inbox, msg{from: f.self, notes: append(f.pulled.batch(16), n)})
+}
+
+// addDone puts the reply r in the inbox: in the note of its job's start
+// just before it, or in a note of its own. f.inMu is held.
+func (f *frameLink) addDone(r *reply) {
+	if k := len(f.inbox); k > 0 {
+		if ns := f.inbox[k-1].notes; len(ns) > 0 {
+			if last := &ns[len(ns)-1]; last.started == r.id && !last.ended {
+				last.ended, last.done = true, *r // the job's start and end in one note
+				return
+			}
+		}
+	}
+	f.add(note{ended: true, done: *r})
+}
+
+// pull takes what the worker said (from the scheduler's goroutine).
+func (f *frameLink) pull() []msg {
+	f.inMu.Lock()
+	defer f.inMu.Unlock()
+	ms := f.inbox
+	f.inbox, f.kicked = f.pulled.swap(ms), false
+	return ms
 }
 
 // begin queues the handshake and starts the writing goroutine.
@@ -130,16 +169,20 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 	}
 	hi.pid = int(pid)
 	out <- msg{from: f.self, hello: &hi}
-	var batch []note
-	// flush reports the notes batched so far, then m (if any), in the
-	// order the worker wrote them.
+	kick := msg{from: f.self, pull: f.pull}
+	// flush kicks the scheduler if it has something to pull, unless a kick
+	// is on its way; m, if not nil, goes in the inbox first, after the
+	// notes before it.
 	flush := func(m *msg) {
-		if len(batch) > 0 {
-			out <- msg{from: f.self, notes: batch}
-			batch = nil
-		}
+		f.inMu.Lock()
 		if m != nil {
-			out <- *m
+			f.inbox = append(f.inbox, *m)
+		}
+		send := !f.kicked && len(f.inbox) > 0
+		f.kicked = f.kicked || send
+		f.inMu.Unlock()
+		if send {
+			out <- kick
 		}
 	}
 	for {
@@ -154,17 +197,17 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 			if err != nil {
 				return err
 			}
-			batch = append(batch, note{started: id, at: time.Now().Add(-ago).UnixNano()})
+			f.inMu.Lock()
+			f.add(note{started: id, at: time.Now().Add(-ago).UnixNano()})
+			f.inMu.Unlock()
 		case frameDone:
-			r, err := d.done()
-			if err != nil {
+			var r reply
+			if err := d.done(&r); err != nil {
 				return err
 			}
-			if n := len(batch); n > 0 && batch[n-1].started == r.id && batch[n-1].done == nil {
-				batch[n-1].done = r // the job's start and end in one note
-			} else {
-				batch = append(batch, note{done: r})
-			}
+			f.inMu.Lock()
+			f.addDone(&r)
+			f.inMu.Unlock()
 		case frameState:
 			st, err := d.state()
 			if err != nil {

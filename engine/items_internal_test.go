@@ -30,8 +30,8 @@ func TestItemNotesWire(t *testing.T) {
 		}
 		switch kind {
 		case frameDone:
-			r, err := d.done()
-			if err != nil {
+			var r reply
+			if err := d.done(&r); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, r.items...)

@@ -115,6 +115,7 @@ type localLink struct {
 	held     int   // the notes in the outbox
 	kicked   bool  // a kick is on its way: the scheduler will pull
 	gone     bool  // its end was said: nothing more goes out
+	pulled   pulled
 }
 
 // maxHeldNotes bounds the notes a local worker holds back.
@@ -158,7 +159,7 @@ func (l *localLink) note(n note, idle bool) {
 		l.held++
 		kick = l.mustKick(now || l.held >= maxHeldNotes)
 	} else {
-		kick = l.add(msg{from: l, notes: append(make([]note, 0, maxHeldNotes), n)}, now)
+		kick = l.add(msg{from: l, notes: append(l.pulled.batch(maxHeldNotes), n)}, now)
 	}
 	l.mu.Unlock()
 	if kick {
@@ -192,7 +193,7 @@ func (l *localLink) pull() []msg {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ms := l.outbox
-	l.outbox, l.held, l.kicked = nil, 0, false
+	l.outbox, l.held, l.kicked = l.pulled.swap(ms), 0, false
 	return ms
 }
 
@@ -231,7 +232,7 @@ func (l *localLink) revoke(id, seq uint64) {
 		return
 	}
 	l.mu.Lock()
-	kick := l.add(msg{from: l, notes: []note{{done: &reply{id: id, outcome: outcomeRevoked}}}}, true)
+	kick := l.add(msg{from: l, notes: []note{{ended: true, done: reply{id: id, outcome: outcomeRevoked}}}}, true)
 	l.mu.Unlock()
 	if kick {
 		go func() { l.out <- l.kick }() // the scheduler calls revoke
@@ -316,7 +317,7 @@ func (w *localWorker) started(id uint64, at time.Time) error {
 }
 
 func (w *localWorker) done(r *reply) error {
-	w.l.note(note{done: r}, false)
+	w.l.note(note{ended: true, done: *r}, false)
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 type pipeWorker struct {
 	fr  *frameReader
 	ctl jobControl
+	cur task // the task that next returned last
 
 	mu    sync.Mutex
 	out   io.Writer
@@ -142,7 +143,8 @@ func (w *pipeWorker) next() (*task, bool, error) {
 			if w.ctl.take() {
 				continue // handed back already
 			}
-			t, err := d.task()
+			t := &w.cur
+			err := d.task(t)
 			if err == nil {
 				t.cancelled = w.ctl.cancelledEarly(t.id)
 			}

@@ -51,7 +51,7 @@ func TestRunnerPolicy(t *testing.T) {
 			}
 			defer win.Close()
 			cache := cachepool.New()
-			r := &runner{win: shmReader{win}, cache: cache, policy: tc.policy, maxValue: DefaultMaxValueSize, base: context.Background()}
+			r := &runner{win: shmReader{win}, cache: cache, policy: tc.policy, maxValue: DefaultMaxValueSize, base: cachepool.WithCache(context.Background(), cache)}
 			defer r.cache.Clear()
 			steps := []struct {
 				window []uint64
@@ -70,7 +70,8 @@ func TestRunnerPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 				lastState = nil
-				rep := r.runTask(context.Background(), discardConn{}, &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg})
+				rep := new(reply)
+				r.runTask(context.Background(), discardConn{}, &task{id: uint64(i + 1), gen: gen, fn: policyGet.Name(), arg: arg}, rep)
 				if rep.outcome != outcomeOK {
 					t.Fatalf("job %d: outcome %d: %s", i+1, rep.outcome, rep.payload)
 				}

@@ -38,7 +38,8 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	case m.hello != nil:
 		s.hello(pl, m.hello)
 	case m.notes != nil:
-		for _, n := range m.notes {
+		for i := range m.notes {
+			n := &m.notes[i]
 			if n.started != 0 {
 				at := now
 				if n.at != 0 {
@@ -46,8 +47,8 @@ func (s *scheduler) handle(m msg, now time.Time) {
 				}
 				s.started(pl, n.started, at)
 			}
-			if n.done != nil {
-				s.done(pl, n.done, now)
+			if n.ended {
+				s.done(pl, &n.done, now)
 			}
 		}
 	case m.state != nil && pl.saidBye:
@@ -86,7 +87,7 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 }
 
 // done takes the reply to a job that the worker of pl ran, or handed
-// back, which came at now.
+// back, which came at now. It keeps nothing that points to rep.
 func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 	p := s.p
 	s.items(pl, rep.items)

@@ -57,15 +57,15 @@ func TestWorkerRevoke(t *testing.T) {
 	revoke(2, 2)
 	if kind, d, err := replies.next(); err != nil || kind != frameDone {
 		t.Fatalf("after the revoke of job 2: frame %d, %v", kind, err)
-	} else if r, err := d.done(); err != nil || r.id != 2 || r.outcome != outcomeRevoked {
-		t.Fatalf("after the revoke of job 2: %+v, %v; want job 2 handed back", r, err)
+	} else if r := new(reply); d.done(r) != nil || r.id != 2 || r.outcome != outcomeRevoked {
+		t.Fatalf("after the revoke of job 2: %+v, %v; want job 2 handed back", r, d.err)
 	}
 	revoke(1, 1)
 	revoke(4, 4)
 	if kind, d, err := replies.next(); err != nil || kind != frameDone {
 		t.Fatalf("after the revokes of jobs 1 and 4: frame %d, %v", kind, err)
-	} else if r, err := d.done(); err != nil || r.id != 4 || r.outcome != outcomeRevoked {
-		t.Fatalf("after the revokes of jobs 1 and 4: %+v, %v; want job 4 handed back, and nothing for job 1, which was read", r, err)
+	} else if r := new(reply); d.done(r) != nil || r.id != 4 || r.outcome != outcomeRevoked {
+		t.Fatalf("after the revokes of jobs 1 and 4: %+v, %v; want job 4 handed back, and nothing for job 1, which was read", r, d.err)
 	}
 	// The worker reads on: job 3 (2 is skipped), then 5 (4 is skipped).
 	t3, _, err := w.next()

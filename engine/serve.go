@@ -25,12 +25,12 @@ func (r *runner) check(gen uint64) (int, error) {
 	return n, err
 }
 
-// runTask runs one task and returns its reply; when bringing the window up
-// to the task's generation evicted items, it first tells the parent
-// through wc (so that what the parent knows of the worker's memory is not
-// a job late). r.mu is held.
-func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
-	rep := &reply{id: t.id}
+// runTask runs one task and fills rep with its reply; when bringing the
+// window up to the task's generation evicted items, it first tells the
+// parent through wc (so that what the parent knows of the worker's memory
+// is not a job late). r.mu is held.
+func (r *runner) runTask(ctx context.Context, wc workerConn, t *task, rep *reply) {
+	*rep = reply{id: t.id}
 	r.cur = t
 	if r.win.Gen() < t.gen {
 		wc.release() // it may wait for the window: the last reply goes first
@@ -64,7 +64,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	default:
 		// The job's context ends with the worker's (see serve), at the
 		// job's timeout, or when the parent cancels the job.
-		jctx, cancel := context.WithCancelCause(context.WithValue(r.base, attemptKey{}, t.attempt))
+		jctx, cancel := context.WithCancelCause(r.attemptContext(t.attempt))
 		wc.running(t.id, cancel)
 		if ctx.Err() != nil {
 			cancel(context.Cause(ctx)) // ended before the job was running
@@ -77,7 +77,7 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 		wc.started(t.id, rep.start) // a broken pipe shows at the reply
 		r.busy.Store(true)
 		r.watchJob(t.keys)
-		res, panicked, err := call(jctx, fn, t.arg, r.cache, r.maxValue)
+		res, panicked, err := call(jctx, fn, t.arg, r.maxValue)
 		rep.undeclared = r.unwatch()
 		r.busy.Store(false)
 		wc.running(0, nil)
@@ -124,7 +124,16 @@ func (r *runner) runTask(ctx context.Context, wc workerConn, t *task) *reply {
 	r.takeItems(EvictedByPolicy)
 	rep.items = r.itemNotes()
 	r.report(rep)
-	return rep
+}
+
+// attemptContext returns the parent of the context of a job's run number
+// attempt: the worker's values and the attempt. Most jobs run once; their
+// contexts share one parent.
+func (r *runner) attemptContext(attempt int) context.Context {
+	if attempt == 1 {
+		return r.first
+	}
+	return context.WithValue(r.base, attemptKey{}, attempt)
 }
 
 // heapKind says whose heap a worker's items live in.
@@ -173,16 +182,15 @@ func (r *runner) heartbeat(wc workerConn, d time.Duration, stop <-chan struct{})
 	}
 }
 
-// call runs fn on arg with the worker's cache, which its context carries
-// first (an item's Get finds it at once); a panic comes back as a
-// *PanicError with the stack.
-func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache, limit int) (res []byte, p *PanicError, err error) {
+// call runs fn on arg under ctx, which carries the worker's cache; a
+// panic comes back as a *PanicError with the stack.
+func call(ctx context.Context, fn *funcEntry, arg []byte, limit int) (res []byte, p *PanicError, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = &PanicError{Op: "job", Value: fmt.Sprint(v), Stack: debug.Stack()}
 		}
 	}()
-	res, err = fn.call(cachepool.WithCache(ctx, cache), arg, limit)
+	res, err = fn.call(ctx, arg, limit)
 	return res, nil, err
 }
 
@@ -196,11 +204,13 @@ func call(ctx context.Context, fn *funcEntry, arg []byte, cache *cachepool.Cache
 // a signal handler may end the process at once.
 func serve(ctx context.Context, wc workerConn, win windowReader, cache *cachepool.Cache, params workerParams, heap heapKind, idle *atomic.Bool) error {
 	defer wc.release()
+	var rep reply // each task's, in turn
 	r := &runner{win: win, cache: cache, policy: params.policy, budget: params.budget, maxValue: int(params.maxValue), returnMemory: heap == ownHeap}
-	// A job's context carries the worker's values, and is cancelled
-	// when the worker's context ends; it is not the worker's context's
-	// child, which would cost each job a registration in it.
-	r.base = context.WithoutCancel(ctx)
+	// A job's context carries the worker's values and its cache, and is
+	// cancelled when the worker's context ends; it is not the worker's
+	// context's child, which would cost each job a registration in it.
+	r.base = cachepool.WithCache(context.WithoutCancel(ctx), cache)
+	r.first = context.WithValue(r.base, attemptKey{}, 1)
 	if params.items != itemsIgnored {
 		r.watch = cachepool.NewWatch(nil, params.items == itemsStrict)
 	}
@@ -271,9 +281,9 @@ func serve(ctx context.Context, wc workerConn, win windowReader, cache *cachepoo
 			return wc.bye(b)
 		}
 		r.mu.Lock()
-		rep := r.runTask(ctx, wc, t)
+		r.runTask(ctx, wc, t, &rep)
 		r.mu.Unlock()
-		if err := wc.done(rep); err != nil {
+		if err := wc.done(&rep); err != nil {
 			return err
 		}
 	}

@@ -124,12 +124,50 @@ type hello struct {
 }
 
 // A note says that a job began on its worker (started, its id, at the
-// pool's time at in Unix ns; 0: when the note came), or ended (done), or
-// both: a short job's start comes with its end.
+// pool's time at in Unix ns; 0: when the note came), or ended (ended, and
+// done is its reply), or both: a short job's start comes with its end.
+// The reply is held by value, so that a batch of notes is one allocation,
+// which the link that filled it reuses once the scheduler has handled it
+// (pulled).
 type note struct {
 	started uint64
 	at      int64
-	done    *reply
+	ended   bool
+	done    reply
+}
+
+// pulled is what a link's last pull returned. The scheduler has handled
+// it by the time of the link's next pull, which reuses its room: the
+// slice of messages, and a batch of notes.
+type pulled struct {
+	msgs  []msg
+	notes []note // an emptied batch, for the next notes
+}
+
+// swap records ms as pulled and returns the room of the pull before, as
+// an empty slice of messages.
+func (p *pulled) swap(ms []msg) []msg {
+	prev := p.msgs
+	for i := range prev {
+		if ns := prev[i].notes; cap(ns) > cap(p.notes) {
+			clear(ns) // nothing handled stays reachable from the batch
+			p.notes = ns[:0]
+		}
+	}
+	clear(prev)
+	p.msgs = ms
+	return prev[:0]
+}
+
+// batch returns an empty batch of notes of room n at least: the one that
+// swap kept, or a new one.
+func (p *pulled) batch(n int) []note {
+	b := p.notes
+	p.notes = nil
+	if cap(b) < n {
+		return make([]note, 0, n)
+	}
+	return b
 }
 
 // task is one job as a worker sees it.
@@ -221,9 +259,9 @@ type workerConn interface {
 	// alive tells the parent that the worker lives; it may be called from
 	// another goroutine, as state may.
 	alive() error
-	// done reports a finished job. The report may be held back (by a
-	// local worker, whose notes outlive it) until the worker waits for a
-	// task, or release.
+	// done reports a finished job; r is the caller's again when done
+	// returns. The report may be held back (by a local worker, whose
+	// notes outlive it) until the worker waits for a task, or release.
 	done(r *reply) error
 	// release sends what is held back.
 	release() error

@@ -51,9 +51,9 @@ func FuzzFrames(f *testing.F) {
 			}
 			switch kind {
 			case frameJob:
-				d.task()
+				d.task(new(task))
 			case frameDone:
-				d.done()
+				d.done(new(reply))
 			case frameState:
 				d.state()
 			case frameBye:
@@ -100,8 +100,8 @@ func FuzzFrameRoundTrip(f *testing.F) {
 		if err != nil || kind != frameJob {
 			t.Fatalf("first frame: kind %d, %v", kind, err)
 		}
-		gotT, err := d.task()
-		if err != nil {
+		gotT := new(task)
+		if err := d.task(gotT); err != nil {
 			t.Fatal(err)
 		}
 		if len(gotT.arg) == 0 && len(tk.arg) == 0 {
@@ -114,8 +114,8 @@ func FuzzFrameRoundTrip(f *testing.F) {
 		if err != nil || kind != frameDone {
 			t.Fatalf("second frame: kind %d, %v", kind, err)
 		}
-		gotR, err := d.done()
-		if err != nil {
+		gotR := new(reply)
+		if err := d.done(gotR); err != nil {
 			t.Fatal(err)
 		}
 		if len(gotR.payload) == 0 && len(rp.payload) == 0 {

@@ -64,6 +64,22 @@ func (d *dec) bytes() []byte {
 	return v
 }
 
+// view returns a bytes field in place, nil if empty: it is valid as long
+// as the frame.
+func (d *dec) view() []byte {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
 func (d *dec) string() string {
 	n := d.uint()
 	if n > uint64(len(d.b)) {
@@ -149,20 +165,18 @@ func (fr *frameReader) hello() (uint64, workerParams, error) {
 
 func (d *dec) bool() bool { return d.byte() != 0 }
 
-// keys decodes a list of keys; each takes 8 bytes, which bounds the count
-// by the frame's size before anything is allocated.
-func (d *dec) keys() []uint64 {
+// appendKeys decodes a list of keys, appended to ks; each takes 8 bytes,
+// which bounds the count by the frame's size before anything is
+// allocated.
+func (d *dec) appendKeys(ks []uint64) []uint64 {
 	n := d.uint()
 	if n > uint64(len(d.b)/8) {
 		d.fail()
-		return nil
+		return ks
 	}
-	if n == 0 {
-		return nil
-	}
-	ks := make([]uint64, n)
-	for i := range ks {
-		ks[i] = binary.LittleEndian.Uint64(d.b[8*i:])
+	ks = slices.Grow(ks, int(n))
+	for i := range int(n) {
+		ks = append(ks, binary.LittleEndian.Uint64(d.b[8*i:]))
 	}
 	d.b = d.b[8*n:]
 	return ks
@@ -192,17 +206,25 @@ func (d *dec) resident() (bool, []residentItem) {
 	return d.err == nil, rs
 }
 
-func (d *dec) task() (*task, error) {
-	t := &task{id: d.uint(), gen: d.uint(), fn: d.string(), arg: d.bytes()}
-	t.keys = d.keys()
-	t.order = d.keys()
+// task decodes a job frame into t, which it reuses: its function's name
+// where the frame names the same, the room of its keys; t's argument is
+// the frame's own bytes, valid until the frame reader's next frame.
+func (d *dec) task(t *task) error {
+	t.id, t.gen = d.uint(), d.uint()
+	if fn := d.view(); string(fn) != t.fn {
+		t.fn = string(fn)
+	}
+	t.arg = d.view()
+	t.keys = d.appendKeys(t.keys[:0])
+	t.order = d.appendKeys(t.order[:0])
 	t.timeout = time.Duration(d.int())
 	attempt := d.uint()
 	if t.timeout < 0 || attempt > math.MaxInt32 {
 		d.fail()
 	}
 	t.attempt = int(attempt)
-	return t, d.err
+	t.cancelled = false
+	return d.err
 }
 
 func (d *dec) cancel() (uint64, error) {
@@ -238,8 +260,9 @@ func (d *dec) bye() (*byeInfo, error) {
 	return b, d.err
 }
 
-func (d *dec) done() (*reply, error) {
-	r := &reply{id: d.uint(), outcome: d.byte()}
+// done decodes a done frame into r.
+func (d *dec) done(r *reply) error {
+	*r = reply{id: d.uint(), outcome: d.byte()}
 	r.start = time.Unix(0, d.int())
 	r.elapsed = time.Duration(d.int())
 	r.payload = d.bytes()
@@ -265,24 +288,29 @@ func (d *dec) done() (*reply, error) {
 		u.Name, u.Family = d.string(), d.string()
 		r.undeclared = append(r.undeclared, u)
 	}
-	return r, d.err
+	return d.err
 }
 
 // frameReader reads frames from a stream.
 type frameReader struct {
 	r   *bufio.Reader
 	buf []byte
+	// h and d are the last frame's header and payload, in the reader so
+	// that a frame costs no allocation.
+	h [5]byte
+	d dec
 }
 
 func newFrameReader(r io.Reader) *frameReader {
 	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)} // few system calls on an OS pipe
 }
 
-// next returns the next frame's kind and payload; the payload is valid until
-// the following call. It returns io.EOF at a clean end of stream.
+// next returns the next frame's kind and payload; the payload (and the
+// decoder) are valid until the following call. It returns io.EOF at a
+// clean end of stream.
 func (fr *frameReader) next() (byte, *dec, error) {
-	var h [5]byte
-	if _, err := io.ReadFull(fr.r, h[:]); err != nil {
+	h := fr.h[:]
+	if _, err := io.ReadFull(fr.r, h); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			err = errShortFrame
 		}
@@ -303,7 +331,8 @@ func (fr *frameReader) next() (byte, *dec, error) {
 		if _, err := io.ReadFull(fr.r, fr.buf); err != nil {
 			return 0, nil, errShortFrame
 		}
-		return h[4], &dec{b: fr.buf}, nil
+		fr.d = dec{b: fr.buf}
+		return h[4], &fr.d, nil
 	}
 	// A large frame: grow the buffer as its bytes arrive, so that a corrupt
 	// length on a short stream cannot make the reader allocate a gigabyte.
@@ -323,7 +352,8 @@ func (fr *frameReader) next() (byte, *dec, error) {
 		}
 	}
 	fr.buf = buf
-	return h[4], &dec{b: fr.buf}, nil
+	fr.d = dec{b: fr.buf}
+	return h[4], &fr.d, nil
 }
 
 // buffered reports whether a whole frame is already buffered, so that
