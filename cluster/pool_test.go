@@ -128,7 +128,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	if os.Getenv(hubwire.Env) != "" { // as poolrun-hub, started by StartHub
+	// As poolrun-hub, started by StartHub: serve, then exit.
+	if os.Getenv(hubwire.Env) != "" {
 		if err := hub.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "test hub:", err)
 			os.Exit(1)
