@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 )
 
@@ -102,7 +103,11 @@ type clusterRun struct {
 // status 0 once the pool has returned.
 func runCluster(b *testing.B, w, n, perAgent int, goroutines bool) clusterRun {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile)
+	srv, err := hub.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := cluster.Listen(srv, joinFile)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,14 +137,14 @@ func runCluster(b *testing.B, w, n, perAgent int, goroutines bool) clusterRun {
 	var cpu0 time.Duration
 	var heap0, msgs0 int64
 	g := runGatedHook(b, p, w, n, func() { heap0 = liveHeap() }, func() {
-		r.clients = l.Clients()
+		r.clients = srv.Clients()
 		r.heap = liveHeap() - heap0
 		cpu0 = processCPU()
-		msgs0 = l.Messages()
+		msgs0 = srv.Messages()
 	})
 	r.d, r.last = g.end, g.last
 	r.cpu = processCPU() - cpu0
-	r.msgs = l.Messages() - msgs0
+	r.msgs = srv.Messages() - msgs0
 	for i, cmd := range cmds {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()

@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		if os.Getenv("GORACE") == "" {
 			os.Setenv("GORACE", "atexit_sleep_ms=0")
 		}
-		os.Exit(m.Run())
+		code := m.Run()
+		if builtPoolrun.dir != "" {
+			os.RemoveAll(builtPoolrun.dir)
+		}
+		os.Exit(code)
 	case "publisher":
 		os.Exit(rolePublisher())
 	case "poolrun":

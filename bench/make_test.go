@@ -116,9 +116,9 @@ func BenchmarkVersusMake(b *testing.B) {
 // one job against `make` of one target, one after the other in every op
 // (which goes first alternates): the command prints the clock
 // (`date +%s%N`), taken just before the tool is started. It reports each
-// tool's median in ms and poolrun's over make's. Like BenchmarkVersusMake
-// the test binary plays the `poolrun` command. Skipped where make or date
-// is not installed.
+// tool's median in ms and poolrun's over make's. poolrun is the command
+// built from this tree (poolrunCommand). Skipped where make or date is not
+// installed.
 func BenchmarkFirstCommand(b *testing.B) {
 	makePath, err := exec.LookPath("make")
 	if err != nil {
@@ -141,11 +141,7 @@ func BenchmarkFirstCommand(b *testing.B) {
 		cmd  func() *exec.Cmd
 	}{
 		{"make", func() *exec.Cmd { return exec.Command(makePath, "-s") }},
-		{"poolrun", func() *exec.Cmd {
-			c := exec.Command(os.Args[0], "run", "jobs.yaml")
-			c.Env = append(os.Environ(), envRole+"=poolrun")
-			return c
-		}},
+		{"poolrun", func() *exec.Cmd { return poolrunCommand(b, "run", "jobs.yaml") }},
 	}
 	var first [2][]float64
 	b.ResetTimer()

@@ -30,7 +30,7 @@ func startAgents(t *testing.T, joinFile string, n int) []*exec.Cmd {
 func agentPool(t *testing.T, n int) (*cluster.Listener, []*exec.Cmd) {
 	t.Helper()
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,13 @@ func agentPool(t *testing.T, n int) (*cluster.Listener, []*exec.Cmd) {
 // and one per agent), the four workers take jobs, every result is right,
 // and the agents exit with status 0 when the pool ends.
 func TestAgents(t *testing.T) {
-	l, agents := agentPool(t, 2)
+	joinFile := filepath.Join(t.TempDir(), "run.join")
+	l, srv, err := listenServer("", joinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	agents := startAgents(t, joinFile, 2)
 	p := engine.New(engine.RemoteOnly(time.Minute), l.Option())
 	var jobs []*engine.Job[int]
 	for i := range 400 {
@@ -53,7 +59,7 @@ func TestAgents(t *testing.T) {
 	p.Go(func(ctx context.Context) error {
 		// Every worker has joined once the pool has four.
 		err := poll(ctx, "four workers", func() bool { return len(p.Stats().Workers) == 4 })
-		clients = l.Clients()
+		clients = srv.Clients()
 		return err
 	})
 	if err := p.Run(context.Background()); err != nil {
@@ -269,7 +275,7 @@ var killsItsWorker = engine.Register("cluster_test.kills-its-worker", func(ctx c
 func TestAgentGivesUp(t *testing.T) {
 	t.Parallel()
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +323,7 @@ var pid = engine.Register("cluster_test.pid", func(ctx context.Context, _ int) (
 // leaves with status 0 when the pool ends.
 func TestAgentInProcess(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

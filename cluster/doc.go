@@ -1,8 +1,10 @@
-// Package cluster runs one poolrun pool across several hosts, on a NATS
-// server embedded in the pool's process. It lives apart from
-// package engine so that a program that imports engine alone does not link
-// NATS (TestEngineAloneLinksNoNATS checks it with go list -deps); the
-// poolrun command links it.
+// Package cluster runs one poolrun pool across several hosts, through a
+// NATS server: package hub's, in the pool's process, or a program of its
+// own ([StartHub]: poolrun-hub, which poolrun run --listen starts). It
+// lives apart from package engine so that a program that imports engine
+// alone does not link NATS (TestEngineAloneLinksNoNATS checks it with go
+// list -deps); and apart from package hub so that the poolrun command
+// links NATS's client, not its server.
 //
 // On one host nothing changes: the pool's own workers keep their pipes and
 // the shared-memory window. On every other host (or on this one, started
@@ -13,11 +15,13 @@
 //
 // # The pool's side
 //
-// [Listen] starts the server ([Start]) and writes the join file; pass
-// [Listener.Option] to engine.New, and Close the listener after Run has
-// returned (it stops the server and removes the join file):
+// [Listen] serves the pool through a [Server] and writes the join file;
+// pass [Listener.Option] to engine.New, and Close the listener after Run
+// has returned (it closes the server and removes the join file):
 //
-//	l, err := cluster.Listen("0.0.0.0:4222", "run.join")
+//	srv, err := hub.Start("0.0.0.0:4222") // or StartHub(HubConfig{Program: "poolrun-hub", Addr: ...})
+//	if err != nil { ... }
+//	l, err := cluster.Listen(srv, "run.join")
 //	if err != nil { ... }
 //	defer l.Close()
 //	p := engine.New(engine.Workers(2), l.Option()) // or engine.RemoteOnly(wait): no worker of its own
@@ -25,14 +29,11 @@
 //
 // A remote worker's window has the pool's capacity (engine.WindowCapacity),
 // as the local ones: a larger set is published as overflowed, and the
-// worker keeps everything. The server listens on addr (host:port; "" is
-// 127.0.0.1 with a free port), keeps nothing on disk, and has one client
-// per host agent and the pool's own. Every client must present the pool's
-// random token. On any address other than loopback the server speaks TLS only,
-// with a certificate signed by an authority made for this pool alone, or
-// the user's own ([TLSFiles], then on loopback too). [Outputs] names the
-// folders that the pool's jobs write, which a worker checks it can write
-// before it joins.
+// worker keeps everything. The server (see package hub) keeps nothing on
+// disk, has one client per host agent and the pool's own, each of which
+// presents the pool's random token, and off loopback speaks TLS only.
+// [Outputs] names the folders that the pool's jobs write, which a worker
+// checks it can write before it joins.
 //
 // A pool made with engine.RemoteOnly starts no worker of its own and fails
 // with an error wrapping engine.ErrNoWorkers when it has had jobs and no

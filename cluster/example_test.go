@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 )
 
@@ -24,7 +25,12 @@ func ExampleListen() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile)
+	srv, err := hub.Start("127.0.0.1:0") // or cluster.StartHub: a program of its own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, err := cluster.Listen(srv, joinFile)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 )
 
@@ -12,10 +13,12 @@ import (
 // site's own certificate (it must cover this host's name or one of its
 // addresses), and whose jobs write in a folder that every host mounts at
 // the same path: a worker that cannot write there does not join.
-func ExampleTLSFiles() {
-	l, err := cluster.Listen("0.0.0.0:4222", "run.join",
-		cluster.TLSFiles("/etc/pki/pool.crt", "/etc/pki/pool.key"),
-		cluster.Outputs("/shared/project/out"))
+func ExampleOutputs() {
+	srv, err := hub.Start("0.0.0.0:4222", hub.TLSFiles("/etc/pki/pool.crt", "/etc/pki/pool.key"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := cluster.Listen(srv, "run.join", cluster.Outputs("/shared/project/out"))
 	if err != nil {
 		log.Fatal(err)
 	}

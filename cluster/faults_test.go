@@ -26,7 +26,7 @@ import (
 // connection stays up, its agents keep their workers, every job is right.
 func TestJoinIDInjection(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ var holdUntil = engine.Register("cluster_test.hold-until", func(ctx context.Cont
 // on its standard output how many workers died and whether every result
 // was right.
 func stoppedPool(joinFile string) int {
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stopped pool:", err)
 		return 1

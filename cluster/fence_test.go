@@ -78,7 +78,7 @@ func startRetryRun(t *testing.T, loop string) *retryRun {
 	t.Helper()
 	r := &retryRun{dir: t.TempDir(), ran: make(chan error, 1)}
 	r.joinFile = filepath.Join(r.dir, "run.join")
-	l, err := cluster.Listen("", r.joinFile)
+	l, err := listen("", r.joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/shm"
+
+	"github.com/poolrun/poolrun/cluster/hub"
 )
 
 // The test binary as the window side of a host agent in
@@ -118,7 +120,11 @@ func BenchmarkAgentWindowSeen(b *testing.B) {
 
 func benchAgentWindowSeen(b *testing.B, agents, perAgent int) {
 	joinFile := filepath.Join(b.TempDir(), "run.join")
-	l, err := Listen("127.0.0.1:0", joinFile)
+	srv, err := hub.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Listen(srv, joinFile)
 	if err != nil {
 		b.Fatal(err)
 	}

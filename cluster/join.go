@@ -43,7 +43,7 @@ type Join struct {
 func (j Join) CheckOutputs() error {
 	for _, d := range j.Outputs {
 		if err := probeFolder(d); err != nil {
-			host, _ := osHostname()
+			host, _ := os.Hostname()
 			return fmt.Errorf("cluster: this host (%s) cannot write in the pool's output folder %s: %w; "+
 				"the folder must be on storage that every host sees, at the same path", host, d, err)
 		}

@@ -57,7 +57,7 @@ func TestWorkerCannotWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("", joinFile, cluster.Outputs(out))
+	l, err := listen("", joinFile, cluster.Outputs(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestListenerHoldsJoinFile(t *testing.T) {
 	for _, replaced := range []bool{false, true} {
 		t.Run(fmt.Sprintf("replaced %v", replaced), func(t *testing.T) {
 			path := filepath.Join(dir, fmt.Sprintf("run-%v.join", replaced))
-			l, err := cluster.Listen("", path)
+			l, err := listen("", path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestListenerHoldsJoinFile(t *testing.T) {
 			if !errors.Is(err, syscall.EWOULDBLOCK) {
 				t.Errorf("an exclusive lock of the open listener's join file: %v; want EWOULDBLOCK", err)
 			}
-			if l2, err := cluster.Listen("", path); err == nil || !strings.Contains(err.Error(), "another pool that runs now holds it") {
+			if l2, err := listen("", path); err == nil || !strings.Contains(err.Error(), "another pool that runs now holds it") {
 				t.Errorf("a second Listen with the join file of an open one: %v; want it refused", err)
 				if l2 != nil {
 					l2.Close()
@@ -170,7 +170,7 @@ func TestListenerHoldsJoinFile(t *testing.T) {
 // TestListenerCloseTwice: a second Close of a Listener does nothing and
 // returns what the first returned (it panicked, closing a closed channel).
 func TestListenerCloseTwice(t *testing.T) {
-	l, err := cluster.Listen("", filepath.Join(t.TempDir(), "run.join"))
+	l, err := listen("", filepath.Join(t.TempDir(), "run.join"))
 	if err != nil {
 		t.Fatal(err)
 	}

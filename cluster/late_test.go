@@ -68,7 +68,7 @@ func TestLateWindow(t *testing.T) {
 
 func testLateWindow(t *testing.T, late time.Duration) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

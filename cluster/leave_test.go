@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
@@ -23,7 +22,7 @@ import (
 // it had been sent but not started run elsewhere, and the pool goes on.
 func TestWorkerSIGTERM(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ var untilCancelled = engine.Register("cluster_test.untilCancelled", func(ctx con
 // on without it.
 func TestIdleWorkerSIGTERM(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +180,7 @@ func TestIdleWorkerSIGTERM(t *testing.T) {
 // soon as the listener closes.
 func TestJoinAfterTheEnd(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, srv, err := listenServer("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,13 +189,13 @@ func TestJoinAfterTheEnd(t *testing.T) {
 	if err := p.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	asked := l.Messages()
+	asked := srv.Messages()
 	ws := startWorkers(t, joinFile, 1)
 	// It asks, and nobody answers: the server takes its request twice
 	// (it asks again when the first finds no responder).
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := poll(ctx, "the worker to ask twice", func() bool { return l.Messages() >= asked+2 }); err != nil {
+	if err := poll(ctx, "the worker to ask twice", func() bool { return srv.Messages() >= asked+2 }); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)

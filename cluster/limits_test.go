@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 )
 
@@ -37,7 +36,7 @@ func TestValueLimitsRemote(t *testing.T) {
 		t.Skip("64 MiB values: slow under -race and -short")
 	}
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +123,7 @@ func TestLargeValueRemote(t *testing.T) {
 		size = n << 20 // for figures at other sizes
 	}
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poolrun/poolrun/cluster"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
@@ -137,7 +136,7 @@ func checkLines(t *testing.T, s, stream string, jobs []printArg) {
 // in order; the agent's own output holds none of it.
 func TestRemoteOutput(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +168,7 @@ func TestRemoteOutput(t *testing.T) {
 // the whole lines and the part.
 func TestRemoteOutputWorkerDies(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +223,7 @@ func TestRemoteOutputBounded(t *testing.T) {
 	const pad = 100
 	dir := t.TempDir()
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,7 @@ type joinAnswer struct {
 // and (through [Listener.Option]) the admission of the host agents that
 // join, and of their workers.
 type Listener struct {
-	srv      *Server
+	srv      Server
 	nc       *nats.Conn // the pool's connection: every host's streams
 	joinFile string
 	joinHeld *os.File      // the join file, open and locked (writeHeldJoinFile)
@@ -142,7 +143,7 @@ func (l *Listener) watchConns() {
 		if len(hosts) == 0 {
 			continue
 		}
-		open, err := l.srv.clientNames()
+		open, err := l.srv.ClientNames()
 		if err != nil {
 			continue
 		}
@@ -154,36 +155,58 @@ func (l *Listener) watchConns() {
 	}
 }
 
-// Messages is the number of messages the pool's server has taken from its
-// clients so far ([Server.Messages]).
-func (l *Listener) Messages() int64 { return l.srv.Messages() }
+// A ListenOption is an option of [Listen].
+type ListenOption func(*listenSettings)
 
-// Clients is the number of clients connected to the pool's server now:
-// the pool's own connection, and one per host agent.
-func (l *Listener) Clients() int { return l.srv.Clients() }
+type listenSettings struct {
+	outputs []string
+}
 
-// Listen starts the pool's server on addr (see [Start], which takes the
-// options) and writes the join file at joinFile. Pass l.Option() to
-// engine.New, and Close l after Run has returned.
-func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
-	srv, err := Start(addr, options...)
+// Outputs names the folders where the pool's jobs write (absolute paths,
+// which must be on storage that every host sees at the same path). The
+// join file carries them, and a worker checks that it can write in each
+// before it joins ([Join.CheckOutputs]).
+func Outputs(dirs ...string) ListenOption {
+	return func(s *listenSettings) { s.outputs = append(s.outputs, dirs...) }
+}
+
+// Listen serves a pool through srv, its server (package hub's, or one
+// that [StartHub] started), and writes the join file at joinFile. Pass
+// l.Option() to engine.New, and Close l after Run has returned: that
+// closes srv too, which Listen also closes if it fails.
+func Listen(srv Server, joinFile string, options ...ListenOption) (*Listener, error) {
+	l, err := listen(srv, joinFile, options)
+	if err != nil {
+		srv.Close()
+	}
+	return l, err
+}
+
+func listen(srv Server, joinFile string, options []ListenOption) (*Listener, error) {
+	var set listenSettings
+	for _, o := range options {
+		o(&set)
+	}
+	outs := make([]string, 0, len(set.outputs))
+	for _, d := range set.outputs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("cluster: output folder %q: not an absolute path", d)
+		}
+		outs = append(outs, filepath.Clean(d))
+	}
+	join := Join{URL: srv.URL(), Token: srv.Token(), Protocol: enginehost.ProtocolVersion, CA: srv.CA(), Outputs: outs}
+	copts, err := connectOptions(join)
 	if err != nil {
 		return nil, err
 	}
-	copts, err := connectOptions(srv.Join(enginehost.ProtocolVersion, ""))
+	nc, err := nats.Connect(join.URL, append(copts, nats.Name("poolrun pool"))...)
 	if err != nil {
-		srv.Close()
-		return nil, err
-	}
-	nc, err := nats.Connect(srv.URL(), append(copts, nats.Name("poolrun pool"))...)
-	if err != nil {
-		srv.Close()
 		return nil, fmt.Errorf("cluster: connecting to the pool's own server: %w", err)
 	}
-	held, err := writeHeldJoinFile(joinFile, srv.Join(enginehost.ProtocolVersion, eng.Fingerprint()))
+	join.Build = eng.Fingerprint()
+	held, err := writeHeldJoinFile(joinFile, join)
 	if err != nil {
 		nc.Close()
-		srv.Close()
 		return nil, err
 	}
 	l := &Listener{srv: srv, nc: nc, joinFile: joinFile, joinHeld: held, silence: silentFor, stopConns: make(chan struct{}), connsDone: make(chan struct{})}
@@ -191,7 +214,7 @@ func Listen(addr, joinFile string, options ...ServerOption) (*Listener, error) {
 	return l, nil
 }
 
-// Close stops the server and removes the join file. Workers that are still
+// Close closes the server and removes the join file. Workers that are still
 // connected (they joined as the pool ended, or still ask to join) are told
 // that the pool ended, and leave with no error. Closing again does nothing
 // and returns what the first Close returned.
@@ -207,7 +230,7 @@ func (l *Listener) close() error {
 		l.nc.FlushTimeout(time.Second)
 		// The server has the notice; it must also have written it to
 		// every worker before it closes their connections.
-		l.srv.waitWritten(time.Second)
+		l.srv.WaitWritten(time.Second)
 	}
 	// The join file goes first: a worker on this host that loses its
 	// connection without the notice finds it gone (see session.poolEnded).

@@ -19,8 +19,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/enginehost"
+	"github.com/poolrun/poolrun/internal/hubwire"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
@@ -33,7 +35,7 @@ var hooks = enginehost.Get[engine.Option]()
 const envParent = "POOLRUN_TEST_PARENT"
 
 func parent(joinFile string) int {
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test parent:", err)
 		return 1
@@ -126,6 +128,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
+	// As poolrun-hub, started by StartHub: serve, then exit.
+	if os.Getenv(hubwire.Env) != "" {
+		if err := hub.Serve(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "test hub:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if f := os.Getenv(envParent); f != "" {
 		os.Exit(parent(f))
 	}
@@ -185,7 +195,7 @@ func TestClusterPool(t *testing.T) {
 // plain TCP on loopback, TLS otherwise.
 func testClusterPool(t *testing.T, addr string) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen(addr, joinFile)
+	l, err := listen(addr, joinFile)
 	if err != nil && addr != "127.0.0.1:0" && strings.Contains(err.Error(), "no address other than loopback") {
 		t.Skip(err)
 	}
@@ -300,7 +310,7 @@ var killSelf = engine.Register("cluster_test.killself", func(ctx context.Context
 // elsewhere with Retries) and the rest completes.
 func TestRemoteWorkerKilled(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +355,7 @@ func TestRemoteWorkerKilled(t *testing.T) {
 // with a message that names both builds.
 func TestOtherBuildRefused(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +459,7 @@ var bigValue = engine.Register("cluster_test.big", func(ctx context.Context, n i
 // (frames larger than a NATS message travel in several).
 func TestLargeValues(t *testing.T) {
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("", joinFile)
+	l, err := listen("", joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 )
 
 // TestServer: a client with the pool's token connects and messages pass;
 // one without it, or with another, is refused; after Close the port is
 // closed. JetStream is off: the server keeps nothing, on disk or else.
 func TestServer(t *testing.T) {
-	s, err := cluster.Start("")
+	s, err := hub.Start("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestServer(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "nats://127.0.0.1:") {
 		t.Errorf("URL %q, want nats://127.0.0.1:PORT", s.URL())
 	}
-	j := s.Join(5, "build")
+	j := joinOf(s)
 
 	nc, err := nats.Connect(j.URL, nats.Token(j.Token))
 	if err != nil {
@@ -81,7 +82,7 @@ func TestServer(t *testing.T) {
 // port is not one, is refused with a message that names it.
 func TestStartBadAddress(t *testing.T) {
 	for _, addr := range []string{"localhost", "127.0.0.1:http", "127.0.0.1:70000"} {
-		if s, err := cluster.Start(addr); err == nil {
+		if s, err := hub.Start(addr); err == nil {
 			s.Close()
 			t.Errorf("Start(%q) succeeded", addr)
 		} else if !strings.Contains(err.Error(), addr) {
@@ -179,12 +180,12 @@ func TestJoinFile(t *testing.T) {
 // trusts it connects; one that trusts only the system's authorities, or
 // speaks plain TCP, is refused.
 func TestServerTLS(t *testing.T) {
-	s, err := cluster.Start("0.0.0.0:0")
+	s, err := hub.Start("0.0.0.0:0")
 	if err != nil {
 		t.Skip("no address other than loopback here:", err)
 	}
 	defer s.Close()
-	j := s.Join(5, "b")
+	j := joinOf(s)
 	if !strings.HasPrefix(j.URL, "tls://") || !strings.Contains(j.CA, "BEGIN CERTIFICATE") {
 		t.Fatalf("join %+v: want a tls:// URL and the authority's certificate", j)
 	}

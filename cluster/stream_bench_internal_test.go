@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/poolrun/poolrun/cluster/hub"
 )
 
 // BenchmarkStreamRoundTrip sends a 64-byte frame (the size of a no-op
@@ -14,7 +16,7 @@ import (
 // is the transport's own latency, without a second process's scheduling.
 func BenchmarkStreamRoundTrip(b *testing.B) {
 	b.Run("transport=nats", func(b *testing.B) {
-		s, err := Start("")
+		s, err := hub.Start("")
 		if err != nil {
 			b.Fatal(err)
 		}

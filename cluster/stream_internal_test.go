@@ -12,12 +12,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
 
-func connect(t testing.TB, s *Server) *nats.Conn {
+func connect(t testing.TB, s *hub.Server) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(s.URL(), nats.Token(s.token))
+	nc, err := nats.Connect(s.URL(), nats.Token(s.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func connect(t testing.TB, s *Server) *nats.Conn {
 // TestStream: what is written arrives whole and in order, in writes of
 // every size (a 3 MiB one crosses in several messages), then io.EOF.
 func TestStream(t *testing.T) {
-	s, err := Start("")
+	s, err := hub.Start("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestStream(t *testing.T) {
 // TestStreamLost: a message missing from the stream ends it with an error,
 // never with bytes out of order.
 func TestStreamLost(t *testing.T) {
-	s, err := Start("")
+	s, err := hub.Start("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestStreamLost(t *testing.T) {
 // connection to a reader on another, and returns the reader's connection.
 func streamPair(t *testing.T, subject string) (*streamWriter, *streamReader, *nats.Conn) {
 	t.Helper()
-	s, err := Start("")
+	s, err := hub.Start("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/certtest"
 )
@@ -23,12 +24,12 @@ import (
 func TestServerOwnCert(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1", "localhost")
-	s, err := cluster.Start("127.0.0.1:0", cluster.TLSFiles(certFile, keyFile))
+	s, err := hub.Start("127.0.0.1:0", hub.TLSFiles(certFile, keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	j := s.Join(5, "b")
+	j := joinOf(s)
 	certPEM, _ := os.ReadFile(certFile)
 	if !strings.HasPrefix(j.URL, "tls://127.0.0.1:") || j.CA != string(certPEM) {
 		t.Fatalf("join %+v: want a tls://127.0.0.1 URL and the certificate of %s", j, certFile)
@@ -82,7 +83,7 @@ func TestServerOwnCertErrors(t *testing.T) {
 		{"certificate alone", cert, "", []string{"needs its key"}},
 		{"key alone", "", key, []string{"needs its key"}},
 	} {
-		s, err := cluster.Start("127.0.0.1:0", cluster.TLSFiles(c.cert, c.key))
+		s, err := hub.Start("127.0.0.1:0", hub.TLSFiles(c.cert, c.key))
 		if err == nil {
 			s.Close()
 			t.Errorf("%s: started", c.name)
@@ -103,7 +104,11 @@ func TestClusterOwnCert(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := certtest.NewCA(t).Issue(t, dir, "pool", time.Now().Add(-time.Minute), "127.0.0.1")
 	joinFile := filepath.Join(dir, "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile, cluster.TLSFiles(certFile, keyFile))
+	srv, err := hub.Start("127.0.0.1:0", hub.TLSFiles(certFile, keyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cluster.Listen(srv, joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +152,12 @@ func TestServerOwnCertAnyAddress(t *testing.T) {
 	dir := t.TempDir()
 	ca := certtest.NewCA(t)
 	certFile, keyFile := ca.Issue(t, dir, "pool", time.Now().Add(-time.Minute), ip)
-	s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(certFile, keyFile))
+	s, err := hub.Start("0.0.0.0:0", hub.TLSFiles(certFile, keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	j := s.Join(5, "b")
+	j := joinOf(s)
 	if !strings.HasPrefix(j.URL, "tls://"+net.JoinHostPort(ip, "")) {
 		t.Errorf("URL %s, want tls://%s:PORT", j.URL, ip)
 	}
@@ -167,7 +172,7 @@ func TestServerOwnCertAnyAddress(t *testing.T) {
 	nc.Close()
 
 	other, otherKey := ca.Issue(t, dir, "other", time.Now().Add(-time.Minute), "pool.example.org")
-	if s, err := cluster.Start("0.0.0.0:0", cluster.TLSFiles(other, otherKey)); err == nil {
+	if s, err := hub.Start("0.0.0.0:0", hub.TLSFiles(other, otherKey)); err == nil {
 		s.Close()
 		t.Error("a certificate for pool.example.org served on every address of this host")
 	} else if !strings.Contains(err.Error(), "covers pool.example.org, not ") || !strings.Contains(err.Error(), ip) {

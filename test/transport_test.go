@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/poolrun/poolrun/cluster"
+	"github.com/poolrun/poolrun/cluster/hub"
 	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/proctest"
 )
@@ -97,7 +98,11 @@ func (tr transport) New(t *testing.T, opts ...engine.Option) *engine.Pool {
 		return engine.New(append([]engine.Option{engine.Workers(tr.workers)}, opts...)...)
 	}
 	joinFile := filepath.Join(t.TempDir(), "run.join")
-	l, err := cluster.Listen("127.0.0.1:0", joinFile)
+	srv, err := hub.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cluster.Listen(srv, joinFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,3 +235,52 @@ func TestWorkerPoolKilled(t *testing.T) {
 		t.Errorf("the command %v is still there after its worker's pool was killed", left)
 	}
 }
+
+// TestListenNeedsHub: poolrun run --listen without poolrun-hub beside it or
+// on PATH (a copy of poolrun alone in a folder) exits 2 with a message that
+// says how to install it and how to name it, before any job runs, and
+// leaves no join file; with $POOLRUN_HUB naming the real one, the same run
+// serves.
+func TestListenNeedsHub(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	alone := filepath.Join(t.TempDir(), "poolrun")
+	data, err := os.ReadFile(poolrunBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: made\n    run: touch made\n"), 0o644)
+	args := []string{"run", "-j", "1", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml"}
+	cmd := exec.Command(alone, args...)
+	cmd.Dir = dir
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "PATH=") || strings.HasPrefix(kv, "POOLRUN_HUB=")
+	}), "PATH=/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2\n%s", err, out)
+	}
+	for _, want := range []string{"--listen needs poolrun-hub", "go install github.com/poolrun/poolrun/cmd/poolrun-hub@latest", "$POOLRUN_HUB"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the message does not say %q:\n%s", want, out)
+		}
+	}
+	for _, name := range []string{"made", "run.join"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s exists after the refusal", name)
+		}
+	}
+	cmd = exec.Command(alone, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "POOLRUN_HUB="+filepath.Join(filepath.Dir(poolrunBin), "poolrun-hub"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("with $POOLRUN_HUB: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); err != nil {
+		t.Errorf("with $POOLRUN_HUB: %v", err)
+	}
+}

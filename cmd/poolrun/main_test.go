@@ -29,11 +29,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	args := []string{"build", "-o", poolrunBin}
+	// poolrun-hub beside it, where poolrun run --listen finds it.
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, ".")...)
+	build := exec.Command("go", append(args, ".", "../poolrun-hub")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building poolrun:", err)

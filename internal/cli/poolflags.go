@@ -35,7 +35,7 @@ type poolFlags struct {
 func (f *poolFlags) register(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), fmt.Sprintf("run `N` worker processes, 0 to %d, at most the number of jobs (0: as --serial)", maxWorkers))
 	fs.BoolVar(&f.serial, "serial", false, "run the jobs one by one in this process (same results, no workers; same as -j 0)")
-	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (TLS, with the pool's own certificates, unless on loopback); needs --join-file. Output folders must be on storage every host sees, at the same path: a worker that cannot write there is refused")
+	fs.StringVar(&f.listen, "listen", "", "let workers join from elsewhere (poolrun worker) through a server on `HOST:PORT` (poolrun-hub, found beside poolrun, on PATH or as $POOLRUN_HUB; TLS, with the pool's own certificates, unless on loopback); needs --join-file. Output folders must be on storage every host sees, at the same path: a worker that cannot write there is refused")
 	fs.StringVar(&f.joinFile, "join-file", "", "with --listen: write what a worker needs to join (address, credential, TLS trust, output folders) to `FILE`, mode 0600")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --listen: the server presents the certificate of `FILE` (PEM, then any intermediates; it must cover the --listen host), over TLS even on loopback, instead of one made for the pool; the join file carries it for the workers to trust")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "with --tls-cert: the certificate's private key, `FILE` (PEM)")

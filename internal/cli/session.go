@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,17 +98,46 @@ func (s *session) listen(outputs ...string) error {
 	if s.flags.listen == "" {
 		return nil
 	}
-	opts := []cluster.ServerOption{cluster.Outputs(outputs...)}
-	if s.flags.tlsCert != "" {
-		opts = append(opts, cluster.TLSFiles(s.flags.tlsCert, s.flags.tlsKey))
+	prog, err := hubProgram()
+	if err != nil {
+		return err
 	}
-	l, err := cluster.Listen(s.flags.listen, s.flags.joinFile, opts...)
+	srv, err := cluster.StartHub(cluster.HubConfig{Program: prog, Addr: s.flags.listen, CertFile: s.flags.tlsCert, KeyFile: s.flags.tlsKey, Stderr: s.stderr})
+	if err != nil {
+		return badInput(fmt.Errorf("poolrun: --listen %s: %w", s.flags.listen, err))
+	}
+	l, err := cluster.Listen(srv, s.flags.joinFile, cluster.Outputs(outputs...))
 	if err != nil {
 		return badInput(fmt.Errorf("poolrun: --listen %s: %w", s.flags.listen, err))
 	}
 	s.listener = l
 	fmt.Fprintf(s.stderr, "poolrun: workers may join with: poolrun worker --join-file %s\n", s.flags.joinFile)
 	return nil
+}
+
+// hubEnv names the program that serves --listen, where it is not
+// poolrun-hub next to this program or on PATH.
+const hubEnv = "POOLRUN_HUB"
+
+// hubProgram finds the program of the pool's server, which --listen
+// starts: $POOLRUN_HUB, else poolrun-hub next to this program, else on
+// PATH. The server is a program of its own so that every other poolrun
+// run does not link it (package cluster/hub).
+func hubProgram() (string, error) {
+	if p := os.Getenv(hubEnv); p != "" {
+		return p, nil
+	}
+	const name = "poolrun-hub"
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", badInputf("poolrun: --listen needs %s, the pool's server, which is neither next to this program nor on PATH: install it with\n\tgo install github.com/poolrun/poolrun/cmd/%s@latest\nor name it with $%s", name, name, hubEnv)
 }
 
 // closeListener stops the server for remote workers and removes the join

@@ -1,4 +1,4 @@
-package cluster
+package hub
 
 import (
 	"crypto/rand"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -17,21 +16,33 @@ import (
 // readyTimeout bounds the wait for the embedded server to accept clients.
 const readyTimeout = 10 * time.Second
 
+// maxPayload is the largest message the server takes: package cluster
+// sends a stream's bytes in chunks of 1 MiB.
+const maxPayload = 8 << 20
+
+// maxPending is what the server holds for one connection, past which it
+// closes it as a slow consumer: the windows of 128 of package cluster's
+// streams, of 8 MiB each. The streams' flow control bounds it to a window
+// for each stream the connection reads: an agent's connection reads its
+// workers' jobs, the pool's every worker's replies. The server's default,
+// 64 MiB, is eight windows: as many streams at once behind a network
+// slower than the pool writes, or a pool's process stalled a moment,
+// would lose the connection and every worker behind it.
+const maxPending = 128 * 8 << 20
+
 // A Server is a pool's NATS server, running in this process.
 type Server struct {
 	ns    *server.Server
 	token string
 	url   string
 	ca    string // PEM of what a worker trusts, with TLS
-	outs  []string
 }
 
-// A ServerOption is an option of [Start] (and [Listen]).
-type ServerOption func(*serverSettings)
+// An Option is an option of [Start].
+type Option func(*settings)
 
-type serverSettings struct {
+type settings struct {
 	certFile, keyFile string
-	outputs           []string
 }
 
 // TLSFiles makes the server present the certificate of certFile (PEM: the
@@ -43,16 +54,8 @@ type serverSettings struct {
 // of certFile, and a worker trusts those and nothing else (the system's
 // roots play no part, so a certificate of a public authority and one of
 // a private one work alike).
-func TLSFiles(certFile, keyFile string) ServerOption {
-	return func(s *serverSettings) { s.certFile, s.keyFile = certFile, keyFile }
-}
-
-// Outputs names the folders where the pool's jobs write (absolute paths,
-// which must be on storage that every host sees at the same path). The
-// join file carries them, and a worker checks that it can write in each
-// before it joins ([Join.CheckOutputs]).
-func Outputs(dirs ...string) ServerOption {
-	return func(s *serverSettings) { s.outputs = append(s.outputs, dirs...) }
+func TLSFiles(certFile, keyFile string) Option {
+	return func(s *settings) { s.certFile, s.keyFile = certFile, keyFile }
 }
 
 // Start starts a NATS server in this process, listening on addr
@@ -60,31 +63,24 @@ func Outputs(dirs ...string) ServerOption {
 // random token that every client must present. It keeps nothing on disk.
 // Off loopback the server speaks TLS, with certificates made for the pool
 // unless [TLSFiles] gives its own.
-func Start(addr string, options ...ServerOption) (*Server, error) {
-	var set serverSettings
+func Start(addr string, options ...Option) (*Server, error) {
+	var set settings
 	for _, o := range options {
 		o(&set)
 	}
-	outs := make([]string, 0, len(set.outputs))
-	for _, d := range set.outputs {
-		if !filepath.IsAbs(d) {
-			return nil, fmt.Errorf("cluster: output folder %q: not an absolute path", d)
-		}
-		outs = append(outs, filepath.Clean(d))
-	}
 	if (set.certFile == "") != (set.keyFile == "") {
-		return nil, errors.New("cluster: a TLS certificate needs its key, and a key its certificate")
+		return nil, errors.New("hub: a TLS certificate needs its key, and a key its certificate")
 	}
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: listen address %q: %w", addr, err)
+		return nil, fmt.Errorf("hub: listen address %q: %w", addr, err)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("cluster: listen address %q: bad port %q", addr, portText)
+		return nil, fmt.Errorf("hub: listen address %q: bad port %q", addr, portText)
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
@@ -104,15 +100,7 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 	opts.Host, opts.Port = host, port
 	opts.Authorization = token
 	opts.NoSigs, opts.NoLog = true, true
-	opts.MaxPayload = 8 << 20
-	// What the server holds for a connection, past which it closes it
-	// as a slow consumer. The streams' flow control (stream.go) bounds
-	// it to a window for each stream the connection reads: an agent's
-	// connection reads its workers' jobs, the pool's every worker's
-	// replies. The default, 64 MiB, is eight windows: as many streams
-	// at once behind a network slower than the pool writes, or a pool's
-	// process stalled a moment, would lose the connection and every
-	// worker behind it.
+	opts.MaxPayload = maxPayload
 	opts.MaxPending = maxPending
 	// Off loopback, TLS, with certificates made for this pool.
 	urlHost := host
@@ -130,7 +118,7 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 		}
 		cert, ca, err := poolCerts(names)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: certificates: %w", err)
+			return nil, fmt.Errorf("hub: certificates: %w", err)
 		}
 		opts.TLS = true
 		opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
@@ -139,19 +127,19 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: starting the server: %w", err)
+		return nil, fmt.Errorf("hub: starting the server: %w", err)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(readyTimeout) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		return nil, fmt.Errorf("cluster: the server on %s did not accept clients within %v", addr, readyTimeout)
+		return nil, fmt.Errorf("hub: the server on %s did not accept clients within %v", addr, readyTimeout)
 	}
-	s := &Server{ns: ns, token: token, ca: string(caPEM), outs: outs}
+	s := &Server{ns: ns, token: token, ca: string(caPEM)}
 	a, ok := ns.Addr().(*net.TCPAddr)
 	if !ok {
 		s.Close()
-		return nil, errors.New("cluster: the server has no TCP address")
+		return nil, errors.New("hub: the server has no TCP address")
 	}
 	if urlHost == "" || caPEM == nil {
 		urlHost = a.IP.String()
@@ -163,14 +151,16 @@ func Start(addr string, options ...ServerOption) (*Server, error) {
 // URL returns the address clients connect to, nats://host:port.
 func (s *Server) URL() string { return s.url }
 
-// Join returns the join file's content for this server.
-func (s *Server) Join(protocol int, build string) Join {
-	return Join{URL: s.url, Token: s.token, Protocol: protocol, Build: build, CA: s.ca, Outputs: s.outs}
-}
+// Token returns the random token that every client must present.
+func (s *Server) Token() string { return s.token }
 
-// waitWritten waits until the server has written what it holds for every
+// CA returns the PEM certificates that a client trusts, over TLS, and ""
+// on loopback without [TLSFiles].
+func (s *Server) CA() string { return s.ca }
+
+// WaitWritten waits until the server has written what it holds for every
 // connection, for at most d.
-func (s *Server) waitWritten(d time.Duration) {
+func (s *Server) WaitWritten(d time.Duration) {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		cz, err := s.ns.Connz(&server.ConnzOptions{})
 		if err != nil {
@@ -186,8 +176,8 @@ func (s *Server) waitWritten(d time.Duration) {
 	}
 }
 
-// clientNames returns the names of the clients connected now.
-func (s *Server) clientNames() (map[string]bool, error) {
+// ClientNames returns the names of the clients connected now.
+func (s *Server) ClientNames() (map[string]bool, error) {
 	cz, err := s.ns.Connz(&server.ConnzOptions{Limit: 1 << 20})
 	if err != nil {
 		return nil, err
@@ -225,7 +215,7 @@ func (s *Server) Close() error {
 func newToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("cluster: token: %w", err)
+		return "", fmt.Errorf("hub: token: %w", err)
 	}
 	return hex.EncodeToString(b), nil
 }
