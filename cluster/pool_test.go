@@ -257,7 +257,14 @@ func exitZero(t *testing.T, what string, cmds []*exec.Cmd) {
 				t.Errorf("%s %d: %v", what, i, err)
 			}
 		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
+			// SIGQUIT first: its goroutines' stacks go to the test's log.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
 			t.Errorf("%s %d did not exit within 20 s of the pool's end", what, i)
 		}
 	}
