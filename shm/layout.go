@@ -126,7 +126,7 @@ func (h *header) search(n int, key uint64) bool {
 		return false
 	}
 	slots := h.slots[:n]
-	// Branch-free halving, as in [Snapshot.Contains].
+	// Halving, as in [Snapshot.Contains].
 	base := 0
 	for n > 1 {
 		half := n >> 1
