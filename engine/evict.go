@@ -42,10 +42,14 @@ type runner struct {
 
 	// The last look at the window: every item resident at the cache's
 	// version seenVersion was judged against the set of generation
-	// seenGen (seen: there was a look). keys and absent are scratch.
+	// seenGen (seen: there was a look). keys are the keys of the items
+	// resident at the cache's version keysVersion (keysOK: they were
+	// taken); absent is scratch.
 	seen        bool
 	seenGen     uint64
 	seenVersion uint64
+	keysOK      bool
+	keysVersion uint64
 	keys        []uint64
 	absent      []uint64
 
@@ -101,16 +105,12 @@ type runner struct {
 // item the window no longer lists. It returns the number of items evicted.
 // r.mu is held.
 //
-// When nothing was published since the last look and the cache holds
-// what it held then, there is nothing to decide: that costs a load of the
-// generation and of the cache's version. Otherwise the window is asked,
-// in place, which of the resident items it no longer lists, and those go.
+// The window is asked, in place, which of the resident items it no longer
+// lists, and those go. (The check before a job first sees whether there
+// is anything to ask: see runner.check.)
 func (r *runner) sync(gen uint64) (int, error) {
 	follows := r.policy.followsWindow()
 	g := r.win.Gen()
-	if g >= gen && follows && r.seen && g == r.seenGen && r.cache.Version() == r.seenVersion {
-		return 0, nil
-	}
 	if g < gen && !r.win.WaitGen(gen, time.Now().Add(windowWait)) {
 		return 0, fmt.Errorf("window generation %d, job needs %d: %w", r.win.Gen(), gen, errWindowBehind)
 	}
@@ -121,9 +121,15 @@ func (r *runner) sync(gen uint64) (int, error) {
 	}
 	// The version first: an item built after it is judged now or, if it
 	// is not among the keys, at the next look, which the version's move
-	// sends down this path again.
+	// sends down this path again. The keys are taken again only when the
+	// version moved since they were: Keys ran after the version was read
+	// as keysVersion, so it saw that version or a later one, and while
+	// the version is still keysVersion they are the resident set.
 	v := r.cache.Version()
-	r.keys = r.cache.Keys(r.keys[:0])
+	if !r.keysOK || v != r.keysVersion {
+		r.keys = r.cache.Keys(r.keys[:0])
+		r.keysOK, r.keysVersion = true, v
+	}
 	absent, g, err := r.win.AppendAbsent(r.absent[:0], r.keys)
 	r.absent = absent
 	if err != nil {

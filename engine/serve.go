@@ -19,7 +19,16 @@ import (
 // check is what a worker does with the window before each job: bring its
 // view up to generation gen and evict what the window no longer lists
 // (sync), and note the evictions for the parent. r.mu is held.
+//
+// When nothing was published since the last look and the cache holds
+// what it held then, there is nothing to decide or note: that costs a
+// load of the generation and one of the cache's version. (A look is made
+// only under a policy that follows the window, and the note taken after
+// it saw the journal at the version of the look or a later one.)
 func (r *runner) check(gen uint64) (int, error) {
+	if g := r.win.Gen(); r.seen && g == r.seenGen && g >= gen && r.cache.Version() == r.seenVersion {
+		return 0, nil
+	}
 	n, err := r.sync(gen)
 	r.takeItems(EvictedByPolicy)
 	return n, err

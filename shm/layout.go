@@ -126,7 +126,7 @@ func (h *header) search(n int, key uint64) bool {
 		return false
 	}
 	slots := h.slots[:n]
-	// Branch-free halving, as in [Snapshot.Contains].
+	// Halving, as in [Snapshot.Contains].
 	base := 0
 	for n > 1 {
 		half := n >> 1
@@ -141,8 +141,9 @@ func (h *header) search(n int, key uint64) bool {
 // retire replaces the pages of mapping m, at the same addresses, with
 // private zero pages that no file backs, in one mmap call (MAP_FIXED
 // replaces a mapping atomically: no instant leaves the range unmapped).
-// Close calls it instead of unmapping, so that a [Window.Gen] that runs
-// concurrently with Close, which takes no lock, reads 0 rather than fault.
+// Close calls it instead of unmapping, so that a read that runs
+// concurrently with Close and takes no lock ([Window.Gen],
+// [Window.Snapshot], [Window.AppendAbsent]) reads 0 rather than fault.
 // The window's file is released at once; the zero pages stay reserved
 // until the Window is unreachable (see Close).
 func retire(m []byte) error {

@@ -39,14 +39,19 @@ type Window struct {
 	mapping  []byte
 	h        header
 
-	// life guards the mapping: every method holds it shared while it touches
-	// the mapping, Close holds it exclusively while it unmaps.
+	// life guards the mapping against Close for the methods that write to
+	// it (Publish) or sleep on it (WaitGen): they hold it shared, Close
+	// holds it exclusively while it retires the pages. The reads (Gen,
+	// Snapshot, AppendAbsent) take no lock: they load closing after they
+	// read (see Close).
 	life   sync.RWMutex
 	closed bool
 
 	// closing is set by Close before it takes life, so that the goroutines
-	// sleeping in WaitGen, which hold life shared, return; waiting counts
-	// them (in this process only: readers cannot write to the mapping).
+	// sleeping in WaitGen, which hold life shared, return, and so that a
+	// read that overlapped Close does not return what it read; waiting
+	// counts the sleepers (in this process only: readers cannot write to
+	// the mapping).
 	closing atomic.Bool
 	waiting atomic.Int64
 	nudges  atomic.Uint64 // Nudge calls: a WaitGen that sees it move returns
@@ -337,11 +342,6 @@ func (w *Window) publishAt(keys []uint64, at uint64) (gen uint64, err error) {
 // [Window.SetStallTimeout]) gives [ErrWriterStalled]; a writer that keeps
 // publishing only makes the reader retry.
 func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
-	w.life.RLock()
-	defer w.life.RUnlock()
-	if w.closed {
-		return Snapshot{}, ErrClosed
-	}
 	gen, over, err := w.read(func(n int, _ bool) {
 		if cap(dst) < n {
 			dst = make([]uint64, n, w.capacity)
@@ -386,27 +386,22 @@ func (w *Window) Snapshot(dst []uint64) (Snapshot, error) {
 // [Window.SetStallTimeout]) gives [ErrWriterStalled]; a writer that keeps
 // publishing only makes the reader retry.
 func (w *Window) AppendAbsent(dst, keys []uint64) ([]uint64, uint64, error) {
-	w.life.RLock()
-	defer w.life.RUnlock()
-	if w.closed {
-		return dst, 0, ErrClosed
-	}
-	n0 := len(dst)
+	out := dst
 	gen, _, err := w.read(func(n int, over bool) {
-		dst = dst[:n0] // a retry starts again
+		out = dst // a retry starts again
 		if over {
 			return
 		}
 		for _, k := range keys {
 			if !w.h.search(n, k) {
-				dst = append(dst, k)
+				out = append(out, k)
 			}
 		}
 	})
 	if err != nil {
-		return dst[:n0], 0, err
+		return dst, 0, err
 	}
-	return dst, gen, nil
+	return out, gen, nil
 }
 
 // read runs load under the seqlock until one run of it saw a single
@@ -415,7 +410,8 @@ func (w *Window) AppendAbsent(dst, keys []uint64) ([]uint64, uint64, error) {
 // loads the sequence again; it retries unless both loads of the sequence
 // saw the same even value. load must read the slots with atomic loads
 // only, and may run any number of times. It returns the generation and
-// the mark of the set that load last saw. w.life is held shared.
+// the mark of the set that load last saw, or [ErrClosed] if Close began
+// before the read ended (see Close).
 func (w *Window) read(load func(count int, overflow bool)) (gen uint64, overflow bool, err error) {
 	var (
 		stuckSeq   uint64
@@ -431,6 +427,9 @@ func (w *Window) read(load func(count int, overflow bool)) (gen uint64, overflow
 				load(int(n), over)
 			}
 			if w.h.seq.Load() == s1 {
+				if w.closing.Load() {
+					return 0, false, ErrClosed
+				}
 				if n > uint64(w.capacity) {
 					return 0, false, fmt.Errorf("%w: count %d exceeds capacity %d", ErrCorrupt, n, w.capacity)
 				}
@@ -463,15 +462,21 @@ func (w *Window) read(load func(count int, overflow bool)) (gen uint64, overflow
 // Close releases the window's mapping and, for the writer, closes its file;
 // the memory is released when the last process holding it exits or closes
 // it. Close wakes the goroutines of this process waiting in
-// [Window.WaitGen], which return [ErrClosed], and waits for calls under way
-// in other goroutines; later calls return [ErrClosed] (Gen returns 0).
+// [Window.WaitGen], which return [ErrClosed], and waits for the publishes
+// under way in other goroutines; a [Window.Snapshot] or
+// [Window.AppendAbsent] that overlaps Close returns [ErrClosed] or what
+// it read before; later calls return [ErrClosed] (Gen returns 0).
 // Closing twice is harmless.
 //
 // The addresses of the mapping are not unmapped at once: Close puts zero
 // pages in their place, which nothing backs, and unmaps those once the
-// Window is unreachable. That is what lets [Window.Gen] read the mapping
-// without a lock: a Gen that overlaps Close can never touch an unmapped
-// page.
+// Window is unreachable. That is what lets the reads take no lock: one
+// that overlaps Close can never touch an unmapped page. What it read from
+// the zero pages (an empty set) is never returned: Close marks the window
+// closing before it replaces the pages, and a reader that read a zero page
+// took a page fault to map it, which the kernel served only once the
+// replacement was in place; so the reader's load of the mark, after its
+// read, sees it.
 func (w *Window) Close() error {
 	w.closing.Store(true)
 	w.wakeWaiters()

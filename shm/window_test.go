@@ -616,3 +616,49 @@ func TestGenDuringClose(t *testing.T) {
 		<-done
 	}
 }
+
+// TestReadDuringClose decides and copies, which take no lock, while the
+// window is closed under them: each read must give the published set or
+// ErrClosed, never the empty set of the pages Close leaves in place.
+func TestReadDuringClose(t *testing.T) {
+	probe := []uint64{1, 2, 3}
+	for i := range 50 {
+		w := create(t, 8)
+		gen, _ := w.Publish([]uint64{2})
+		x := open(t, w)
+		if i%2 == 1 {
+			x = w // the writer reads too
+		}
+		started, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			dst := make([]uint64, 0, len(probe))
+			deadline := time.Now().Add(10 * time.Second)
+			for n := 0; ; n++ {
+				if n == 1 {
+					close(started)
+				}
+				absent, g, err := x.AppendAbsent(dst, probe)
+				s, serr := x.Snapshot(nil)
+				if errors.Is(err, shm.ErrClosed) && errors.Is(serr, shm.ErrClosed) {
+					return
+				}
+				if !errors.Is(err, shm.ErrClosed) && (err != nil || g != gen || !slices.Equal(absent, []uint64{1, 3})) {
+					t.Errorf("AppendAbsent during Close = %v, %d, %v; want [1 3], %d, nil or ErrClosed", absent, g, err, gen)
+					return
+				}
+				if !errors.Is(serr, shm.ErrClosed) && (serr != nil || s.Gen != gen || !slices.Equal(s.Keys, []uint64{2})) {
+					t.Errorf("Snapshot during Close = %+v, %v; want [2] at %d, or ErrClosed", s, serr, gen)
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Error("reads still succeed 10s after Close began")
+					return
+				}
+			}
+		}()
+		<-started
+		x.Close()
+		<-done
+	}
+}
