@@ -50,18 +50,10 @@ func (d *dec) byte() byte {
 
 // bytes returns a copy: frames are read into a reused buffer.
 func (d *dec) bytes() []byte {
-	n := d.uint()
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return nil
+	if v := d.view(); v != nil {
+		return append([]byte(nil), v...)
 	}
-	if n == 0 {
-		return nil
-	}
-	v := make([]byte, n)
-	copy(v, d.b[:n])
-	d.b = d.b[n:]
-	return v
+	return nil
 }
 
 // view returns a bytes field in place, nil if empty: it is valid as long
