@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -145,3 +147,67 @@ func (discardConn) control() *jobControl                    { return new(jobCont
 
 // lastState is the last state a discardConn was given.
 var lastState *workerState
+
+// policyLarge is an item past freeThreshold, every page written.
+var policyLarge = cachepool.Define("engine.policy.large", func(context.Context) ([]byte, error) {
+	b := make([]byte, 2*freeThreshold)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	return b, nil
+}, cachepool.Size(func(b []byte) int64 { return int64(len(b)) }))
+
+// TestRunnerReturnsMemory evicts an item past freeThreshold from a runner
+// that returns memory: the evicted bytes leave the heap, go back to the
+// system, and the goroutine that hands them back ends.
+func TestRunnerReturnsMemory(t *testing.T) {
+	win, err := shm.Create(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer win.Close()
+	cache := cachepool.New()
+	defer cache.Clear()
+	r := &runner{win: shmReader{win}, cache: cache, policy: EvictStale, returnMemory: true}
+	gen, err := win.Publish([]uint64{policyLarge.Key()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.sync(gen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policyLarge.Get(cachepool.WithCache(context.Background(), cache)); err != nil {
+		t.Fatal(err)
+	}
+	r.lastBytes = cache.Stats().Bytes
+	if gen, err = win.Publish(nil); err != nil {
+		t.Fatal(err)
+	}
+	before := heapBytes()
+	if n, err := r.sync(gen); n != 1 || err != nil {
+		t.Fatalf("sync evicted %d items, %v; want 1", n, err)
+	}
+	// The collection is done when sync returns: the item's memory is free.
+	if after := heapBytes(); before.inUse-after.inUse < 2*freeThreshold*3/4 {
+		t.Errorf("heap in use %d bytes before the eviction, %d after; want %d fewer", before.inUse, after.inUse, 2*freeThreshold)
+	}
+	for deadline := time.Now().Add(10 * time.Second); r.releases.Load() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the memory was not handed back within 10 s (%d requests left)", r.releases.Load())
+		}
+		runtime.Gosched()
+	}
+	if after := heapBytes(); after.released-before.released < 2*freeThreshold*3/4 {
+		t.Errorf("heap released to the system: %d bytes before the eviction, %d after; want %d more", before.released, after.released, 2*freeThreshold)
+	}
+}
+
+type heapFigures struct{ inUse, released uint64 }
+
+// heapBytes reads the heap's bytes in objects and those released to the
+// system.
+func heapBytes() heapFigures {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return heapFigures{s[0].Value.Uint64(), s[1].Value.Uint64()}
+}
