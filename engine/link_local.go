@@ -115,6 +115,11 @@ type localLink struct {
 	held     int   // the notes in the outbox
 	kicked   bool  // a kick is on its way: the scheduler will pull
 	gone     bool  // its end was said: nothing more goes out
+	// pulled is what the last pull returned, which the scheduler has
+	// handled by the next: its room, and that of its notes (spare),
+	// take what the worker says next.
+	pulled []msg
+	spare  [][]note
 }
 
 // maxHeldNotes bounds the notes a local worker holds back.
@@ -158,12 +163,23 @@ func (l *localLink) note(n note, idle bool) {
 		l.held++
 		kick = l.mustKick(now || l.held >= maxHeldNotes)
 	} else {
-		kick = l.add(msg{from: l, notes: append(make([]note, 0, maxHeldNotes), n)}, now)
+		kick = l.add(msg{from: l, notes: append(l.notes(), n)}, now)
 	}
 	l.mu.Unlock()
 	if kick {
 		l.out <- l.kick
 	}
+}
+
+// notes returns an empty slice for the notes of a message, with room for
+// maxHeldNotes. l.mu is held.
+func (l *localLink) notes() []note {
+	if k := len(l.spare); k > 0 {
+		ns := l.spare[k-1]
+		l.spare = l.spare[:k-1]
+		return ns
+	}
+	return make([]note, 0, maxHeldNotes)
 }
 
 // say puts m in the outbox and kicks the scheduler. Never from the
@@ -187,12 +203,20 @@ func (l *localLink) flush() {
 	}
 }
 
-// pull takes what the worker said (from the scheduler's goroutine).
+// pull takes what the worker said (from the scheduler's goroutine, which
+// handles what it returns before it pulls again).
 func (l *localLink) pull() []msg {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, m := range l.pulled {
+		if cap(m.notes) == maxHeldNotes {
+			clear(m.notes) // no reply outlives its handling here
+			l.spare = append(l.spare, m.notes[:0])
+		}
+	}
+	clear(l.pulled)
 	ms := l.outbox
-	l.outbox, l.held, l.kicked = nil, 0, false
+	l.outbox, l.pulled, l.held, l.kicked = l.pulled[:0], ms, 0, false
 	return ms
 }
 
