@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -29,9 +28,8 @@ var errWindowBehind = errors.New("the window did not reach the job's generation 
 
 // freeThreshold: once evictions have freed this many bytes of items (by
 // their Size functions) since the memory was last handed back, the worker
-// makes the Go runtime collect it at once and return it to the system
-// (see runner.release), rather than when it gets round to it. Smaller
-// evictions cost nothing.
+// makes the Go runtime collect and return it to the system at once,
+// rather than when it gets round to it. Smaller evictions cost nothing.
 const freeThreshold = 16 << 20
 
 // runner holds a worker's state between jobs. mu serialises its use by the
@@ -70,12 +68,9 @@ type runner struct {
 	// returnMemory: hand freed memory back to the system (worker
 	// processes; not serial mode, which shares the parent's heap). freed
 	// counts the bytes evicted since it was last handed back.
-	// releases counts the requests to hand memory back that the
-	// releasing goroutine has not yet served (see release).
 	returnMemory bool
 	freed        int64
 	lastBytes    int64 // what the cache held when last looked at
-	releases     atomic.Int64
 	// windowWarned: the worker said that it could not read the window.
 	windowWarned bool
 	// watch notes the items a job gets without declaring them (nil: the
@@ -161,28 +156,9 @@ func (r *runner) evicted(evict func() int) int {
 	r.lastBytes = now
 	if r.returnMemory && r.freed >= freeThreshold {
 		r.freed = 0
-		runtime.GC()
-		r.release()
+		debug.FreeOSMemory()
 	}
 	return n
-}
-
-// release hands the heap's free memory back to the system on a goroutine
-// of its own, so that the next job does not wait for it: returning the
-// pages of a large item takes the kernel milliseconds. The collection
-// before it (evicted's) has already made the evicted items' memory free
-// for the next build to reuse, so the worker never holds both. At most
-// one such goroutine runs; a request made while it runs sends it round
-// again, and it ends when none is left.
-func (r *runner) release() {
-	if r.releases.Add(1) > 1 {
-		return
-	}
-	go func() {
-		for n := r.releases.Load(); n > 0; n = r.releases.Add(-n) {
-			debug.FreeOSMemory()
-		}
-	}()
 }
 
 // afterJob applies the policy once a job has returned, whatever its
