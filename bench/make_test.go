@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,38 @@ func BenchmarkVersusMake(b *testing.B) {
 	b.ReportMetric(perJob(cpu[1]), "poolrun-cpu-ms/job")
 	b.ReportMetric(wall[1].Seconds()/wall[0].Seconds(), "wall-ratio")
 	b.ReportMetric(cpu[1].Seconds()/cpu[0].Seconds(), "cpu-ratio")
+}
+
+// BenchmarkOwnCPU runs BenchmarkVersusMake's workflow (versusMakeJobs
+// jobs of `true`, -j 2) with poolrun run in this process (cli.Main, whose
+// workers are goroutines here, as in the command) and reports the CPU
+// time per job of this process's own threads (self-us/job) and of the
+// commands it ran (children-us/job), from getrusage. It is the part of
+// BenchmarkVersusMake's poolrun figure that is poolrun's own, with
+// nothing else in the process: run it with -cpuprofile to see where that
+// goes, with -benchmem for what it allocates per run.
+func BenchmarkOwnCPU(b *testing.B) {
+	n := versusMakeJobs()
+	dir := b.TempDir()
+	wf := fmt.Sprintf("jobs:\n  - id: t-${i}\n    foreach: {i: 1..%d}\n    run: \"true\"\n", n)
+	if err := os.WriteFile(filepath.Join(dir, "jobs.yaml"), []byte(wf), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Chdir(dir)
+	var self0, kids0, self1, kids1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids0)
+	for b.Loop() {
+		if err := cli.Main(context.Background(), []string{"run", "-j", "2", "jobs.yaml"}, io.Discard, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
+	cpu := func(r *syscall.Rusage) time.Duration { return time.Duration(r.Utime.Nano() + r.Stime.Nano()) }
+	perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*n) }
+	b.ReportMetric(perJob(cpu(&self1)-cpu(&self0)), "self-us/job")
+	b.ReportMetric(perJob(cpu(&kids1)-cpu(&kids0)), "children-us/job")
 }
 
 // BenchmarkFirstCommand times a one-job run from the start of the tool's

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/poolrun/poolrun/internal/pipecopy"
 )
@@ -289,10 +290,12 @@ func newCommandStreams(stdout, stderr io.Writer, prefix string, tail io.Writer) 
 // write end is the command's, and this process only closes it.
 func (s *commandStreams) pipe(w io.Writer, prefix string, tail io.Writer) (uintptr, error) {
 	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
 		return 0, os.NewSyscallError("pipe2", err)
 	}
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
+	// The command's end blocks: its file status flags were O_NONBLOCK
+	// alone, which one fcntl clears.
+	if _, err := unix.FcntlInt(uintptr(fds[1]), unix.F_SETFL, 0); err != nil {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		return 0, os.NewSyscallError("fcntl", err)

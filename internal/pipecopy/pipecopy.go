@@ -54,6 +54,12 @@ func (c *Copy) Done() <-chan struct{} { return c.done }
 // has ended already; a function of the copy that does not return holds
 // it up.
 func (c *Copy) End(deadline time.Time) {
+	select {
+	case <-c.done: // the common case, for a command that has exited: no timer
+		c.r.Close()
+		return
+	default:
+	}
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
