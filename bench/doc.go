@@ -28,12 +28,14 @@
 //   - BenchmarkVersusMake and BenchmarkForkWait: poolrun run -j 2 against
 //     make -j2 on 1,000 jobs of true, and what a Go process pays to wait
 //     for its children; skipped where make is not installed.
-//   - BenchmarkClusterDispatch and BenchmarkClusterWorkers: no-op jobs on
-//     remote workers behind host agents that join over loopback (package
-//     cluster), against local workers over pipes in the same op, and with
-//     2 to 1,000 remote worker processes: jobs/s, the server's clients,
-//     the pool's CPU per job and heap per worker. The window's latency
-//     through the agents is BenchmarkAgentWindowSeen in package cluster.
+//
+// The benchmarks of the pool across hosts are in bench/cluster, apart, so
+// that this package's worker processes link no NATS server, as a user's
+// program that does not import cluster: BenchmarkClusterDispatch and
+// BenchmarkClusterWorkers, no-op jobs on remote workers behind host agents
+// that join over loopback, against local workers over pipes in the same
+// op, and with 2 to 1,000 remote worker processes. The window's latency
+// through the agents is BenchmarkAgentWindowSeen in package cluster.
 //
 // The maintenance of the required set (the engine's per-key reference
 // counts against rescanning every job on each completion) needs the

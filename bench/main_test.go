@@ -46,8 +46,6 @@ func TestMain(m *testing.M) {
 		os.Exit(rolePoolrun())
 	case "forkwait-wait", "forkwait-poll":
 		os.Exit(roleForkWait(role))
-	case "cluster-agent":
-		os.Exit(roleClusterAgent())
 	default:
 		fmt.Fprintln(os.Stderr, "bench: unknown role", role)
 		os.Exit(2)
@@ -88,9 +86,6 @@ type benchSizes struct {
 	// holdPhases and holdPhaseJobs are the phases of BenchmarkHold's
 	// phased workload and the jobs of each.
 	holdPhases, holdPhaseJobs int
-	// clusterWorkers are the counts of remote workers of
-	// BenchmarkClusterWorkers.
-	clusterWorkers []int
 	// forkWaitJobs is the number of jobs of `true` of one op of
 	// BenchmarkForkWait, per tool.
 	forkWaitJobs int
@@ -115,7 +110,6 @@ var fullSizes = benchSizes{
 	holdWorkers:     []int{2, 4},
 	holdPhases:      6,
 	holdPhaseJobs:   40,
-	clusterWorkers:  []int{2, 16, 100, 1000},
 	forkWaitJobs:    makeJobs,
 }
 
@@ -135,7 +129,6 @@ var shortSizes = benchSizes{
 	holdWorkers:     []int{2},
 	holdPhases:      2,
 	holdPhaseJobs:   4,
-	clusterWorkers:  []int{2},
 	forkWaitJobs:    20,
 }
 

@@ -1,4 +1,4 @@
-package bench
+package clusterbench
 
 import (
 	"context"
@@ -18,13 +18,39 @@ import (
 	"github.com/poolrun/poolrun/engine"
 )
 
+// envRole makes the test binary play a part instead of running the
+// benchmarks: "cluster-agent", a host agent.
+const envRole = "POOLRUN_BENCH_ROLE"
+
+// noop does nothing.
+var noop = engine.Register("clusterbench.noop", func(ctx context.Context, i int) (int, error) { return i, nil })
+
+func TestMain(m *testing.M) {
+	engine.Init() // first: in a worker process it serves jobs and exits
+	switch role := os.Getenv(envRole); role {
+	case "":
+		// A race-enabled program sleeps a second when it exits (the race
+		// detector's atexit_sleep_ms), which every pool's end would wait for;
+		// the worker processes skip it.
+		if os.Getenv("GORACE") == "" {
+			os.Setenv("GORACE", "atexit_sleep_ms=0")
+		}
+		os.Exit(m.Run())
+	case "cluster-agent":
+		os.Exit(roleClusterAgent())
+	default:
+		fmt.Fprintln(os.Stderr, "clusterbench: unknown role", role)
+		os.Exit(2)
+	}
+}
+
 // envJoin names the join file of the pool that the test binary, in the role
 // "cluster-agent", joins as a host agent.
 const envJoin = "POOLRUN_BENCH_JOIN"
 
 // waitGate reads one byte from the named pipe at path: its open blocks
 // until the pipe is opened for writing, its read until a byte is there.
-var waitGate = engine.Register("bench.wait-gate", func(ctx context.Context, path string) (struct{}, error) {
+var waitGate = engine.Register("clusterbench.wait-gate", func(ctx context.Context, path string) (struct{}, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return struct{}{}, err
@@ -291,8 +317,17 @@ func BenchmarkClusterDispatch(b *testing.B) {
 	b.ReportMetric(clusRate/pipesRate, "cluster/pipes")
 }
 
+// clusterWorkers returns the counts of remote workers of
+// BenchmarkClusterWorkers: 2 alone under -short.
+func clusterWorkers() []int {
+	if testing.Short() {
+		return []int{2}
+	}
+	return []int{2, 16, 100, 1000}
+}
+
 // BenchmarkClusterWorkers runs b.N no-op jobs on 2 to 1,000 remote workers
-// (sizes.clusterWorkers) behind host agents (clusterShape), over loopback,
+// (clusterWorkers) behind host agents (clusterShape), over loopback,
 // on this one machine: worker processes (workers-are=processes), and
 // goroutines of the agents (workers-are=goroutines, cluster.InProcess),
 // in turn. It reports: jobs/s, from the gate's opening to the last job's
@@ -308,7 +343,7 @@ func BenchmarkClusterDispatch(b *testing.B) {
 // processes and their agents share the machine with the pool, which the
 // goroutine workers leave to it.
 func BenchmarkClusterWorkers(b *testing.B) {
-	for _, w := range sizes.clusterWorkers {
+	for _, w := range clusterWorkers() {
 		agents, perAgent := clusterShape(w)
 		for _, mode := range []string{"processes", "goroutines"} {
 			b.Run(fmt.Sprintf("workers=%d/agents=%d/workers-are=%s", w, agents, mode), func(b *testing.B) {
