@@ -284,3 +284,31 @@ func TestListenNeedsHub(t *testing.T) {
 		t.Errorf("with $POOLRUN_HUB: %v", err)
 	}
 }
+
+// TestListenKilledLeavesNoHub: a pool with --listen killed with SIGKILL
+// leaves no poolrun-hub running: the server ends at the end of its input,
+// which the pool alone held.
+func TestListenKilledLeavesNoHub(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("jobs:\n  - id: long\n    run: sleep 60\n"), 0o644)
+	pool, out := startPoolrun(t, dir, nil, "run", "-j", "1", "--listen", "127.0.0.1:0", "--join-file", "run.join", "wf.yaml")
+	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
+	hubs := proctest.Find("cmdline", func(data []byte) bool {
+		return string(data) == filepath.Join(filepath.Dir(poolrunBin), "poolrun-hub")+"\x00"
+	})
+	var mine []int
+	for _, pid := range hubs {
+		if proctest.ParentOf(pid) == pool.Process.Pid {
+			mine = append(mine, pid)
+		}
+	}
+	if len(mine) != 1 {
+		t.Fatalf("poolrun-hub processes of the pool: %v, want one\n%s", mine, out)
+	}
+	pool.Process.Kill()
+	pool.Wait()
+	if left := proctest.WaitGone(mine, 30*time.Second); len(left) > 0 {
+		t.Errorf("poolrun-hub %v still runs 30 s after its pool was killed", left)
+	}
+}
