@@ -89,37 +89,51 @@ func encodeValue[T any](v T, limit int) ([]byte, error) {
 	return encodeAs(codecOf[T](), v, limit)
 }
 
-// encodeAs is encodeValue for a type whose codecOf is k.
+// encodeAs is encodeValue for a type whose codecOf is k. The binary and
+// gob cases are functions of their own: they hand v to an interface,
+// which would make every value, plain ones too, escape to the heap.
 func encodeAs[T any](k codecKind, v T, limit int) ([]byte, error) {
 	var data []byte
+	var err error
 	switch k {
 	case codecEmpty:
 		return nil, nil
 	case codecBinary:
-		m, ok := any(v).(encoding.BinaryMarshaler)
-		if !ok {
-			m = any(&v).(encoding.BinaryMarshaler)
-		}
-		var err error
-		if data, err = m.MarshalBinary(); err != nil {
-			return nil, err
-		}
+		data, err = encodeBinary(v)
 	case codecPlain:
 		data = appendPlain(nil, reflect.ValueOf(&v).Elem())
 	default:
-		var b bytes.Buffer
-		if err := gob.NewEncoder(&b).Encode(v); err != nil {
-			return nil, err
-		}
-		data = b.Bytes()
-		if b.Cap()-b.Len() > 16 && b.Len() <= limit {
-			// A queued job keeps its argument until it has run: no room
-			// to spare (a small value's buffer has 64 bytes).
-			data = bytes.Clone(data)
-		}
+		data, err = encodeGob(v, limit)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(data) > limit {
 		return nil, fmt.Errorf("%w: %d bytes encoded, the limit is %d (engine.MaxValueSize)", ErrTooLarge, len(data), limit)
+	}
+	return data, nil
+}
+
+// encodeBinary encodes v, of a codecBinary type, with its MarshalBinary.
+func encodeBinary[T any](v T) ([]byte, error) {
+	m, ok := any(v).(encoding.BinaryMarshaler)
+	if !ok {
+		m = any(&v).(encoding.BinaryMarshaler)
+	}
+	return m.MarshalBinary()
+}
+
+// encodeGob encodes v with gob.
+func encodeGob[T any](v T, limit int) ([]byte, error) {
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return nil, err
+	}
+	data := b.Bytes()
+	if b.Cap()-b.Len() > 16 && b.Len() <= limit {
+		// A queued job keeps its argument until it has run: no room
+		// to spare (a small value's buffer has 64 bytes).
+		data = bytes.Clone(data)
 	}
 	return data, nil
 }
@@ -128,20 +142,41 @@ func decodeValue[T any](data []byte, v *T) error {
 	return decodeAs(codecOf[T](), data, v)
 }
 
-// decodeAs is decodeValue for a type whose codecOf is k.
+// decodeAs is decodeValue for a type whose codecOf is k. As in encodeAs,
+// the binary and gob cases are functions of their own, so that v does not
+// escape in the others.
 func decodeAs[T any](k codecKind, data []byte, v *T) error {
 	switch k {
 	case codecEmpty:
 		return nil
 	case codecBinary:
-		return any(v).(encoding.BinaryUnmarshaler).UnmarshalBinary(data)
+		return decodeBinary(data, v)
 	case codecPlain:
 		if err := setPlain(reflect.ValueOf(v).Elem(), data); err != nil {
 			return fmt.Errorf("%w: %d bytes for a %v", err, len(data), reflect.TypeFor[T]())
 		}
 		return nil
 	}
-	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+	return decodeGob(data, v)
+}
+
+// decodeBinary decodes data into v, of a codecBinary type, with its
+// UnmarshalBinary. It decodes into a copy, so that the interface holds
+// the copy and v does not escape.
+func decodeBinary[T any](data []byte, v *T) error {
+	x := *v
+	err := any(&x).(encoding.BinaryUnmarshaler).UnmarshalBinary(data)
+	*v = x
+	return err
+}
+
+// decodeGob decodes data into v with gob, through a copy as decodeBinary
+// does.
+func decodeGob[T any](data []byte, v *T) error {
+	x := *v
+	err := gob.NewDecoder(bytes.NewReader(data)).Decode(&x)
+	*v = x
+	return err
 }
 
 // appendPlain appends the encoding of v, of a plain kind: a bool as a

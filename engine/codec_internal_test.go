@@ -158,14 +158,15 @@ func TestPlainLimit(t *testing.T) {
 	}
 }
 
-// TestPlainAllocs: an int crosses with one allocation each way at most.
+// TestPlainAllocs: an int is encoded with one allocation (its bytes), and
+// decoded with none.
 func TestPlainAllocs(t *testing.T) {
 	data, _ := encodeValue(12345, DefaultMaxValueSize)
 	var v int
-	if n := testing.AllocsPerRun(100, func() { encodeValue(12345, DefaultMaxValueSize) }); n > 2 {
+	if n := testing.AllocsPerRun(100, func() { encodeValue(12345, DefaultMaxValueSize) }); n > 1 {
 		t.Errorf("encoding an int: %v allocations", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { decodeValue(data, &v) }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { decodeValue(data, &v) }); n > 0 {
 		t.Errorf("decoding an int: %v allocations", n)
 	}
 }

@@ -185,6 +185,9 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 			out <- kick
 		}
 	}
+	// now is when the frames in the reader's buffer arrived: the clock is
+	// read once for the frames that came together.
+	var now time.Time
 	for {
 		kind, d, err := fr.next()
 		if err != nil {
@@ -197,8 +200,11 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 			if err != nil {
 				return err
 			}
+			if now.IsZero() {
+				now = time.Now()
+			}
 			f.inMu.Lock()
-			f.add(note{started: id, at: time.Now().Add(-ago).UnixNano()})
+			f.add(note{started: id, at: now.Add(-ago).UnixNano()})
 			f.inMu.Unlock()
 		case frameDone:
 			var r reply
@@ -227,6 +233,7 @@ func (f *frameLink) read(out chan<- msg, hi hello) error {
 		}
 		if !fr.buffered() {
 			flush(nil) // nothing more has arrived: report what has
+			now = time.Time{}
 		}
 	}
 }

@@ -105,6 +105,9 @@ const minItemNote = 1 + 8 + 1 + 1 + 1 + 1
 // they were, so that a worker's clock need not agree with its parent's.
 func (e *enc) items(ns []itemNote) {
 	e.uint(uint64(len(ns)))
+	if len(ns) == 0 {
+		return // no clock to read
+	}
 	now := time.Now()
 	for _, n := range ns {
 		e.b = append(e.b, byte(n.reason))

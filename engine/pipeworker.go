@@ -29,12 +29,16 @@ type pipeWorker struct {
 	ctl jobControl
 	cur task // the task that next returned last
 
-	mu    sync.Mutex
-	out   io.Writer
-	e     enc
-	err   error // the write that failed
-	job   runningJob
-	timer *time.Timer // says that job started, after startedDelay
+	mu  sync.Mutex
+	out io.Writer
+	e   enc
+	err error // the write that failed
+	job runningJob
+	// timer says that job started once it has run for startedDelay. It is
+	// armed by the first job of a stream and re-arms itself while jobs
+	// run, rather than being reset for every job (see sayLate).
+	timer *time.Timer
+	armed bool // the timer will fire
 }
 
 // runningJob is the job a worker runs, or ran last, and whether it has
@@ -107,12 +111,14 @@ func (w *pipeWorker) flush() error {
 	return w.err
 }
 
-// sayStarted encodes that the running job started, once. w.mu is held.
-func (w *pipeWorker) sayStarted() {
-	if w.job.id != 0 && !w.job.said {
-		w.job.said = true
-		w.e.started(w.job.id, time.Since(w.job.at))
-	}
+// unsaid reports whether a job runs, or ran last, that the worker has not
+// said started. w.mu is held.
+func (w *pipeWorker) unsaid() bool { return w.job.id != 0 && !w.job.said }
+
+// sayStarted encodes that the unsaid job started ago. w.mu is held.
+func (w *pipeWorker) sayStarted(ago time.Duration) {
+	w.job.said = true
+	w.e.started(w.job.id, ago)
 }
 
 // send encodes a frame with put and writes it with whatever was held
@@ -120,7 +126,9 @@ func (w *pipeWorker) sayStarted() {
 func (w *pipeWorker) send(put func(*enc)) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.sayStarted()
+	if w.unsaid() {
+		w.sayStarted(time.Since(w.job.at))
+	}
 	put(&w.e)
 	return w.flush()
 }
@@ -170,26 +178,42 @@ func (w *pipeWorker) started(id uint64, at time.Time) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.job = runningJob{id: id, at: at}
-	if w.timer == nil {
-		w.timer = time.AfterFunc(startedDelay, func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if w.job.id != 0 && !w.job.said {
-				w.sayStarted()
-				w.flush()
-			}
-		})
-	} else {
-		w.timer.Reset(startedDelay)
+	if !w.armed {
+		w.armed = true
+		if w.timer == nil {
+			w.timer = time.AfterFunc(startedDelay, w.sayLate)
+		} else {
+			w.timer.Reset(startedDelay)
+		}
 	}
 	return w.err
+}
+
+// sayLate is the timer's: it says that the running job started if it has
+// run for startedDelay, and otherwise waits for the rest of that time. A
+// timer that finds no job running stops until the next job arms it.
+func (w *pipeWorker) sayLate() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.unsaid() {
+		w.armed = false
+		return
+	}
+	ran := time.Since(w.job.at)
+	if ran < startedDelay {
+		w.timer.Reset(startedDelay - ran)
+		return
+	}
+	w.armed = false
+	w.sayStarted(ran)
+	w.flush()
 }
 
 func (w *pipeWorker) done(r *reply) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.job.id == r.id {
-		w.sayStarted()
+	if w.job.id == r.id && w.unsaid() {
+		w.sayStarted(r.elapsed) // it began when the job did
 	}
 	w.e.done(r)
 	return w.flush()
