@@ -18,9 +18,8 @@ import (
 )
 
 // rolePoolrun is the test binary as the poolrun command (cmd/poolrun's
-// main, whose engine.Init TestMain has called already):
-// BenchmarkVersusMake runs it, so that it measures this tree's code
-// without building it.
+// main, whose engine.Init TestMain has called already), which
+// poolrunCommand runs under -short, where it builds nothing.
 func rolePoolrun() int {
 	err := cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && cli.ExitCode(err) != cli.ExitOK {
@@ -49,7 +48,8 @@ func versusMakeJobs() int {
 // alternates), and reports each tool's wall time and CPU time per job
 // (the CPU time of the tool's process and of every process under it, as
 // wait4 gives it) and their ratios, poolrun's over make's: below 1,
-// poolrun spends less. The workflow is written as a user writes it: one
+// poolrun spends less. poolrun is the command built from this tree
+// (poolrunCommand). The workflow is written as a user writes it: one
 // job entry with a foreach over 1..N. One op is one run of each. Skipped
 // where make is not installed.
 func BenchmarkVersusMake(b *testing.B) {
@@ -79,11 +79,7 @@ func BenchmarkVersusMake(b *testing.B) {
 		cmd  func() *exec.Cmd
 	}{
 		{"make", func() *exec.Cmd { return exec.Command(makePath, "-s", "-j2") }},
-		{"poolrun", func() *exec.Cmd {
-			c := exec.Command(os.Args[0], "run", "-j", "2", "jobs.yaml")
-			c.Env = append(os.Environ(), envRole+"=poolrun")
-			return c
-		}},
+		{"poolrun", func() *exec.Cmd { return poolrunCommand(b, "run", "-j", "2", "jobs.yaml") }},
 	}
 	var wall, cpu [2]time.Duration
 	b.ResetTimer()
