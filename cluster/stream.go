@@ -74,10 +74,6 @@ const (
 	_        = uint(window - ackEvery - chunkSize)
 )
 
-// maxPending is what the server holds for one connection before it drops
-// it as a slow consumer (see Start): the windows of 128 streams.
-const maxPending = 128 * window
-
 // probeEvery is how long a writer waits for an ack before it asks its
 // reader how far it has read, and again after each probeEvery;
 // readerSilence is how long it waits for any word before it fails.
