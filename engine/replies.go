@@ -110,7 +110,7 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) (changed bool) {
 		case i == 0 && len(pl.inflight) > 1 && revocable(pl.inflight[1]):
 			pl.revocable-- // the next starts
 		}
-		pl.inflight = slices.Delete(pl.inflight, i, i+1)
+		pl.dropInflight(i)
 		pl.countFunc(j.fn, -1)
 		s.dropHeld(pl, j.keys)
 		if i == 0 && len(pl.inflight) > 0 {
