@@ -52,7 +52,7 @@ func (s *scheduler) dispatch() {
 			j.runSince = now
 			pl.heard = later(pl.heard, now)
 		}
-		pl.inflight = append(pl.inflight, j)
+		pl.pushInflight(j)
 		if j.revoking {
 			s.revoking++ // from a worker that died before it handed it back
 		}

@@ -167,6 +167,24 @@ func (l *localLink) note(n note, idle bool) {
 	}
 }
 
+// noteDone puts r, the reply to a job, in the outbox: in the note that
+// says that the job started, if the scheduler has not pulled it yet, so
+// that a short job costs the scheduler one note, not two.
+func (l *localLink) noteDone(r *reply) {
+	l.mu.Lock()
+	if k := len(l.outbox); k > 0 && !l.gone {
+		if ns := l.outbox[k-1].notes; len(ns) > 0 {
+			if n := &ns[len(ns)-1]; n.started == r.id && !n.ended {
+				n.ended, n.done = true, *r
+				l.mu.Unlock()
+				return
+			}
+		}
+	}
+	l.mu.Unlock()
+	l.note(note{ended: true, done: *r}, false)
+}
+
 // say puts m in the outbox and kicks the scheduler. Never from the
 // scheduler's goroutine, which could wait for itself.
 func (l *localLink) say(m msg) {
@@ -317,7 +335,7 @@ func (w *localWorker) started(id uint64, at time.Time) error {
 }
 
 func (w *localWorker) done(r *reply) error {
-	w.l.note(note{ended: true, done: *r}, false)
+	w.l.noteDone(r)
 	return nil
 }
 

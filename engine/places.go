@@ -47,7 +47,8 @@ type place struct {
 	waitRound  uint64   // the dispatch round in which affinity made it wait
 	order      []uint64 // evictionOrder for orderRound
 	orderRound uint64
-	inflight   []*job           // sent to the worker, in order; the first runs
+	inflight   []*job           // sent to the worker, in order; the first runs (pushInflight)
+	inflightAt []*job           // the array that inflight is a window of, from its start
 	sent       uint64           // the jobs sent to its worker process
 	resident   map[uint64]int64 // the items its worker holds, with their sizes, as last reported
 	tasks      []task           // to send at the end of this dispatch round (deliver)
@@ -83,6 +84,34 @@ func (pl *place) countFunc(fn *funcEntry, d int) {
 		return
 	}
 	pl.funcs = append(pl.funcs, funcCount{fn, d})
+}
+
+// pushInflight appends j to the jobs in flight at pl. The first of them
+// leaves by a reslice (dropInflight), so that a reply costs the same however
+// many jobs wait behind it: pl.inflight then moves along its array, and
+// when it reaches the end, the jobs in flight go back to the array's
+// start, or to one twice their number if it has not that room.
+func (pl *place) pushInflight(j *job) {
+	if s := pl.inflight; len(s) == cap(s) {
+		a := pl.inflightAt
+		if len(a) <= 2*len(s) {
+			a = make([]*job, max(4*len(s), 8))
+		}
+		n := copy(a, s)
+		clear(a[n:]) // the array keeps no job that has left
+		pl.inflight, pl.inflightAt = a[:n], a
+	}
+	pl.inflight = append(pl.inflight, j)
+}
+
+// dropInflight takes the i-th of the jobs in flight at pl off them.
+func (pl *place) dropInflight(i int) {
+	if i > 0 {
+		pl.inflight = slices.Delete(pl.inflight, i, i+1)
+		return
+	}
+	pl.inflight[0] = nil
+	pl.inflight = pl.inflight[1:]
 }
 
 // killing is why the scheduler killed a place's worker: the job it ran

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -311,5 +312,49 @@ func TestPlaceSets(t *testing.T) {
 			}
 			t.Logf("%d checks; Run: %v", checks, err != nil)
 		})
+	}
+}
+
+// TestInflight pushes and drops jobs in flight at a place, first or
+// later ones, against a plain slice; in the steady state of a worker at
+// maxInFlight, a reply and a job sent allocate nothing.
+func TestInflight(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	jobs := make([]*job, 2000)
+	for i := range jobs {
+		jobs[i] = &job{id: i + 1}
+	}
+	pl := &place{}
+	var want []*job
+	for _, j := range jobs {
+		for len(want) > 0 && (len(want) == maxInFlight || rng.IntN(2) == 0) {
+			i := 0
+			if rng.IntN(8) == 0 {
+				i = rng.IntN(len(want))
+			}
+			pl.dropInflight(i)
+			want = slices.Delete(want, i, i+1)
+		}
+		pl.pushInflight(j)
+		want = append(want, j)
+		if !slices.Equal(pl.inflight, want) {
+			t.Fatalf("after job %d: in flight %v, want %v", j.id, pl.inflight, want)
+		}
+	}
+	pl = &place{}
+	for _, j := range jobs[:maxInFlight] {
+		pl.pushInflight(j)
+	}
+	next := maxInFlight
+	if n := testing.AllocsPerRun(10, func() {
+		for range 1000 {
+			pl.dropInflight(0)
+			pl.pushInflight(jobs[next%len(jobs)])
+			next++
+		}
+	}); n != 0 {
+		t.Errorf("1,000 replies and jobs sent at %d in flight: %v allocations, want 0", maxInFlight, n)
 	}
 }

@@ -38,6 +38,7 @@ func (s *scheduler) handle(m msg, now time.Time) {
 	case m.hello != nil:
 		s.hello(pl, m.hello)
 	case m.notes != nil:
+		changed := false
 		for i := range m.notes {
 			n := &m.notes[i]
 			if n.started != 0 {
@@ -47,9 +48,12 @@ func (s *scheduler) handle(m msg, now time.Time) {
 				}
 				s.started(pl, n.started, at)
 			}
-			if n.ended {
-				s.done(pl, &n.done, now)
+			if n.ended && s.done(pl, &n.done, now) {
+				changed = true
 			}
+		}
+		if changed {
+			s.placeChanged(pl) // once for the batch
 		}
 	case m.state != nil && pl.saidBye:
 		// Older than the goodbye's statistics: nothing to take.
@@ -87,22 +91,26 @@ func (s *scheduler) started(pl *place, id uint64, now time.Time) {
 }
 
 // done takes the reply to a job that the worker of pl ran, or handed
-// back, which came at now. It keeps nothing that points to rep.
-func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
+// back, which came at now. It keeps nothing that points to rep. It reports
+// whether the jobs in flight at pl changed: the caller then calls
+// placeChanged, once for a batch of replies, before the scheduler looks
+// at its sets of places again.
+func (s *scheduler) done(pl *place, rep *reply, now time.Time) (changed bool) {
 	p := s.p
 	s.items(pl, rep.items)
 	if rep.id == 0 || rep.id > uint64(len(p.jobs)) {
-		return
+		return false
 	}
 	j := p.jobs[rep.id-1]
 	if i := slices.Index(pl.inflight, j); i >= 0 {
+		changed = true
 		switch {
 		case i > 0 && revocable(j):
 			pl.revocable--
 		case i == 0 && len(pl.inflight) > 1 && revocable(pl.inflight[1]):
 			pl.revocable-- // the next starts
 		}
-		pl.inflight = slices.Delete(pl.inflight, i, i+1)
+		pl.dropInflight(i)
 		pl.countFunc(j.fn, -1)
 		s.dropHeld(pl, j.keys)
 		if i == 0 && len(pl.inflight) > 0 {
@@ -112,11 +120,10 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 			j.revoking = false
 			s.revoking--
 		}
-		s.placeChanged(pl)
 	}
 	if rep.outcome == outcomeRevoked {
 		s.revoked(pl, j)
-		return
+		return changed
 	}
 	if rep.outcome == outcomeLeft {
 		// Its worker is leaving: not the job's failure. Aborted (or run
@@ -124,7 +131,7 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 		if j.Status() == Running {
 			s.runEnded(pl, j, fmt.Errorf("left the pool while the job ran (asked to stop); the job returned: %s", rep.payload), pl.stopping)
 		}
-		return
+		return changed
 	}
 	pl.jobs++
 	if pl.served++; pl.served == 1 {
@@ -158,7 +165,7 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 		s.learn(pl, j, rep.undeclared)
 	}
 	if j.Status() != Running {
-		return // ended meanwhile (the pool was stopped)
+		return changed // ended meanwhile (the pool was stopped)
 	}
 	j.started = rep.start
 	j.ended = rep.start.Add(rep.elapsed)
@@ -182,10 +189,11 @@ func (s *scheduler) done(pl *place, rep *reply, now time.Time) {
 		j.result = rep.payload
 	}
 	if st == Failed && s.retryFailed(pl, j, j.started, j.ended, err) {
-		return
+		return changed
 	}
 	s.ended(pl, j, j.started, j.ended, st, err)
 	p.finish(j, st, err)
+	return changed
 }
 
 // ended records the end of j's run on the worker of pl: its last, which
