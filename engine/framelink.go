@@ -51,15 +51,9 @@ func (f *frameLink) add(n note) {
 // addDone puts the reply r in the inbox: in the note of its job's start
 // just before it, or in a note of its own. f.inMu is held.
 func (f *frameLink) addDone(r *reply) {
-	if k := len(f.inbox); k > 0 {
-		if ns := f.inbox[k-1].notes; len(ns) > 0 {
-			if last := &ns[len(ns)-1]; last.started == r.id && !last.ended {
-				last.ended, last.done = true, *r // the job's start and end in one note
-				return
-			}
-		}
+	if !joinStart(f.inbox, r) {
+		f.add(note{ended: true, done: *r})
 	}
-	f.add(note{ended: true, done: *r})
 }
 
 // pull takes what the worker said (from the scheduler's goroutine).

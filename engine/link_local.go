@@ -172,17 +172,11 @@ func (l *localLink) note(n note, idle bool) {
 // that a short job costs the scheduler one note, not two.
 func (l *localLink) noteDone(r *reply) {
 	l.mu.Lock()
-	if k := len(l.outbox); k > 0 && !l.gone {
-		if ns := l.outbox[k-1].notes; len(ns) > 0 {
-			if n := &ns[len(ns)-1]; n.started == r.id && !n.ended {
-				n.ended, n.done = true, *r
-				l.mu.Unlock()
-				return
-			}
-		}
-	}
+	joined := !l.gone && joinStart(l.outbox, r)
 	l.mu.Unlock()
-	l.note(note{ended: true, done: *r}, false)
+	if !joined {
+		l.note(note{ended: true, done: *r}, false)
+	}
 }
 
 // say puts m in the outbox and kicks the scheduler. Never from the

@@ -136,6 +136,25 @@ type note struct {
 	done    reply
 }
 
+// joinStart puts r, the reply to a job, in the last note of ms if that
+// note says that the job started and no more: a short job's start and end
+// in one note, which costs the scheduler one note. It reports whether it
+// did.
+func joinStart(ms []msg, r *reply) bool {
+	if len(ms) == 0 {
+		return false
+	}
+	ns := ms[len(ms)-1].notes
+	if len(ns) == 0 {
+		return false
+	}
+	if n := &ns[len(ns)-1]; n.started == r.id && !n.ended {
+		n.ended, n.done = true, *r
+		return true
+	}
+	return false
+}
+
 // pulled is what a link's last pull returned. The scheduler has handled
 // it by the time of the link's next pull, which reuses its room: the
 // slice of messages, and a batch of notes.

@@ -128,9 +128,9 @@ func hubProgram() (string, error) {
 		return p, nil
 	}
 	const name = "poolrun-hub"
+	// LookPath of a path with a slash checks that it is an executable file.
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		if p, err := exec.LookPath(filepath.Join(filepath.Dir(exe), name)); err == nil {
 			return p, nil
 		}
 	}
