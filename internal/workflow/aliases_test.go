@@ -58,7 +58,7 @@ var aliasBombs = []struct {
 	{
 		name: "billion laughs under an unknown field",
 		in:   "laughs:\n" + laughs("  ", "l") + "jobs: *l9\n",
-		want: `bomb.yaml:1: unknown field "laughs" (a workflow has jobs, items, vars, workdir and resources)`,
+		want: `bomb.yaml:1: unknown field "laughs" (a workflow has jobs, items, workers, vars, workdir and resources)`,
 	},
 	{
 		name: "billion laughs as foreach variables",

@@ -32,7 +32,7 @@ jobs:
     run: x
     needs: [ref]
 `, want: []string{
-			`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
+			`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, worker, args, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
 			`wf.yaml:7: job "b": after "nope": no such job`,
 			`wf.yaml:8: job "c" has no run command`,
 			`wf.yaml:9: job "c": timeout "soon" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`,
@@ -48,7 +48,7 @@ jobs:
     colour: red
 `, want: []string{
 			`wf.yaml:4: job "a": after "nope": no such job`,
-			`wf.yaml:7: job "b": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
+			`wf.yaml:7: job "b": unknown field "colour" (a job has id, run, worker, args, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
 		}},
 		{name: "a job without id is not reported again as unknown", in: `
 jobs:
@@ -73,7 +73,7 @@ jobs:
   - {id: a, run: x, needs: [ref]}
   - {id: b, run: x, needs: [fer]}
 `, want: []string{
-			`wf.yaml:2: item "ref": unknown field "clean" (an item has only run)`,
+			`wf.yaml:2: item "ref": unknown field "clean" (an item has run, or worker)`,
 			`wf.yaml:5: job "b": needs "fer": no such item`,
 		}},
 		{name: "a foreach entry's mistake once, not once per job", in: `
@@ -106,7 +106,7 @@ jobs:
     run: x
     after: [nope]
 `, want: []string{
-			`wf.yaml:1: unknown field "colour" (a workflow has jobs, items, vars, workdir and resources)`,
+			`wf.yaml:1: unknown field "colour" (a workflow has jobs, items, workers, vars, workdir and resources)`,
 			`wf.yaml:6: job "b-${i}": the workflow has more than 100000 jobs`,
 		}},
 		{name: "a repeated key and the fields after it", in: `

@@ -40,6 +40,10 @@ type parser struct {
 	// itemsLost: items is not a mapping, and no needs entry is checked.
 	named     map[string]bool
 	itemsLost bool
+	// programs holds every program name of workers, with nil for one
+	// with a mistake; programsLost: workers is not a mapping (workers.go).
+	programs     map[string]*Worker
+	programsLost bool
 	// What list, foreach and values read from an anchored node: an alias
 	// can name the node any number of times, and reading it again would
 	// give the same (and report its mistakes again).
@@ -137,6 +141,9 @@ type entry struct {
 	limit   time.Duration // timeout; 0 without
 	res     resources     // retries, retry_delay, threads, mem
 	desc    string        // desc; "" without
+	program *text         // worker; nil without
+	args    []text        // args, not yet substituted
+	argsSet bool          // args is written
 }
 
 // variable is one foreach variable and its values.
@@ -180,7 +187,7 @@ func (p *parser) read(data []byte) *Workflow {
 		return nil
 	}
 	fields, _ := p.fields(root, "workflow")
-	var jobs, items, vars, workdir, res *field
+	var jobs, items, vars, workdir, res, workers *field
 	for i := range fields {
 		f := &fields[i]
 		switch f.key {
@@ -194,8 +201,10 @@ func (p *parser) read(data []byte) *Workflow {
 			workdir = f
 		case "resources":
 			res = f
+		case "workers":
+			workers = f
 		default:
-			p.fail(f.keyLine, "unknown field %q (a workflow has jobs, items, vars, workdir and resources)", f.key)
+			p.fail(f.keyLine, "unknown field %q (a workflow has jobs, items, workers, vars, workdir and resources)", f.key)
 		}
 	}
 	p.readVars(vars, data)
@@ -203,6 +212,9 @@ func (p *parser) read(data []byte) *Workflow {
 	w := &Workflow{File: p.file, Dir: p.workdir}
 	if res != nil {
 		w.Resources = p.namedResources(*res, "resources", true)
+	}
+	if workers != nil {
+		w.Workers = p.workers(workers)
 	}
 	if items != nil {
 		w.Items = p.items(items)
@@ -361,23 +373,39 @@ func (p *parser) item(f field) *Item {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		p.fail(n.Line, "%s must be a mapping with run, not %s", name, describe(n))
+		p.fail(n.Line, "%s must be a mapping with run (or worker), not %s", name, describe(n))
 		return nil
 	}
 	fields, ok := p.fields(n, name)
-	var run *text
+	var run, program *text
 	runSeen := false
 	for _, f := range fields {
-		if f.key != "run" {
-			p.fail(f.keyLine, "%s: unknown field %q (an item has only run)", name, f.key)
+		switch f.key {
+		case "run":
+			runSeen = true
+			run = p.command(f, name)
+		case "worker":
+			if program = p.programField(f, name); program == nil {
+				ok = false
+			}
+		default:
+			p.fail(f.keyLine, "%s: unknown field %q (an item has run, or worker)", name, f.key)
 			ok = false
-			continue
 		}
-		runSeen = true
-		run = p.command(f, name)
 	}
 	switch {
-	case !runSeen:
+	case runSeen && program != nil:
+		p.fail(it.Line, "%s has both run and worker: an item is built by its run command, or held by a worker program", name)
+		return nil
+	case program != nil:
+		if !ok {
+			return nil
+		}
+		if it.Worker = p.program(*program, name); it.Worker == "" {
+			return nil
+		}
+		return it
+	case !runSeen && ok:
 		p.fail(it.Line, "%s has no run command", name)
 		return nil
 	case run == nil || !ok:
@@ -488,7 +516,7 @@ func (e *entry) count() int {
 }
 
 // jobFields lists the fields of a job, for the error about another.
-const jobFields = "id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc"
+const jobFields = "id, run, worker, args, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc"
 
 // entry reads one element of the jobs list. It returns nil, and sets
 // p.lost, when the entry has no usable id or foreach: the jobs it stands
@@ -536,6 +564,11 @@ func (p *parser) entry(n *yaml.Node) *entry {
 			if run := p.command(f, name); run != nil {
 				e.run = *run
 			}
+		case "worker":
+			e.program = p.programField(f, name)
+		case "args":
+			e.argsSet = true
+			e.args, _ = p.args(f, name)
 		case "after":
 			e.after, _ = p.list(f, name)
 		case "needs":
@@ -562,7 +595,16 @@ func (p *parser) entry(n *yaml.Node) *entry {
 			p.fail(f.keyLine, "%s: unknown field %q (a job has %s)", name, f.key, jobFields)
 		}
 	}
-	if !runSeen {
+	switch {
+	case runSeen && e.program != nil:
+		p.fail(e.program.line, "%s has both run and worker: a job runs its command, or sends its args to a worker program", name)
+	case e.program != nil:
+		if w := p.program(*e.program, name); w == "" {
+			e.program = nil
+		}
+	case e.argsSet:
+		p.fail(n.Line, "%s has args but no worker: args are a request to a worker program (a command has them in its run)", name)
+	case !runSeen:
 		p.fail(n.Line, "%s has no run command", name)
 	}
 	if !foreachOK {

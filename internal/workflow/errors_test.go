@@ -67,13 +67,13 @@ jobs:
   - {id: a, run: x}
 job:
   - {id: b, run: x}
-`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, vars, workdir and resources)`},
+`, want: `wf.yaml:3: unknown field "job" (a workflow has jobs, items, workers, vars, workdir and resources)`},
 		{name: "unknown job field", in: `
 jobs:
   - id: a
     run: x
     need: [ref]
-`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`},
+`, want: `wf.yaml:4: job "a": unknown field "need" (a job has id, run, worker, args, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`},
 		{name: "unknown item field", in: `
 items:
   ref:
@@ -81,7 +81,7 @@ items:
     cleanup: y
 jobs:
   - {id: a, run: x}
-`, want: `wf.yaml:4: item "ref": unknown field "cleanup" (an item has only run)`},
+`, want: `wf.yaml:4: item "ref": unknown field "cleanup" (an item has run, or worker)`},
 		{name: "repeated field", in: `
 jobs:
   - id: a
@@ -428,7 +428,7 @@ items:
   ref: zcat ref.gz > "$POOLRUN_ITEM"
 jobs:
   - {id: a, run: x}
-`, want: `wf.yaml:2: item "ref" must be a mapping with run, not "zcat ref.gz > \"$POOLRUN_ITEM\""`},
+`, want: `wf.yaml:2: item "ref" must be a mapping with run (or worker), not "zcat ref.gz > \"$POOLRUN_ITEM\""`},
 		{name: "bad item name", in: `
 items:
   "my ref": {run: x}

@@ -106,6 +106,9 @@ const maxText = 256 << 20
 // what each of its jobs takes.
 func (e *entry) textSize() int {
 	n := len(e.id.s) + len(e.run.s)
+	for _, t := range e.args {
+		n += len(t.s)
+	}
 	for _, t := range e.inputs {
 		n += len(t.s)
 	}
@@ -118,6 +121,9 @@ func (e *entry) textSize() int {
 // textSize is the bytes of j's id, command, inputs and outputs.
 func (j *job) textSize() int {
 	n := len(j.ID) + len(j.Run)
+	for _, s := range j.Args {
+		n += len(s)
+	}
 	for _, s := range j.Inputs {
 		n += len(s)
 	}
@@ -154,7 +160,10 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 		p.lost = true
 		return nil
 	}
-	if j.Run, err = substituteRun(e.run.s, vars); err != nil {
+	if e.program != nil {
+		j.Worker = e.program.s
+		j.Args = p.substituteArgs(e, vars)
+	} else if j.Run, err = substituteRun(e.run.s, vars); err != nil {
 		p.refError(e.run.line, name, "run", err, p.defines(e))
 	}
 	j.after = p.substituteAll(e.after, vars, e, "after")

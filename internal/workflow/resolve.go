@@ -14,9 +14,9 @@ import (
 // lists and returns the jobs in dependency order. It reports every
 // mistake; the jobs it returns are of use only if there is none.
 func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
-	itemSet := make(map[string]bool, len(items))
+	itemSet := make(map[string]*Item, len(items))
 	for _, it := range items {
-		itemSet[it.Name] = true
+		itemSet[it.Name] = it
 	}
 	for _, j := range jobs {
 		var seen map[string]bool // only for long lists
@@ -24,11 +24,16 @@ func (p *parser) resolve(jobs []*job, items []*Item) []*Job {
 			seen = make(map[string]bool, len(j.needs))
 		}
 		for _, t := range j.needs {
-			if !itemSet[t.s] {
+			it := itemSet[t.s]
+			if it == nil {
 				// An item with a mistake of its own was reported.
 				if !p.named[t.s] && !p.itemsLost {
 					p.fail(t.line, "job %q: needs %q: no such item", j.ID, t.s)
 				}
+				continue
+			}
+			if it.Worker != "" && it.Worker != j.Worker {
+				p.fail(t.line, "job %q: needs %q: the item is held by worker program %q (line %d), and only that program's jobs (worker: %s) can need it", j.ID, t.s, it.Worker, it.Line, it.Worker)
 				continue
 			}
 			if seen[t.s] || seen == nil && slices.Contains(j.Needs, t.s) {

@@ -44,6 +44,9 @@ type Workflow struct {
 	// it. "" when it is unknown (File's folder could not be made absolute).
 	Dir   string
 	Items []*Item // in file order; nil if the file has none
+	// Workers holds the persistent worker programs of the workers field,
+	// in file order; nil if none.
+	Workers []*Worker
 	// Resources maps names of named resources to the most of each that
 	// the running jobs take together, from the workflow's resources field;
 	// nil if none. poolrun run's --resources wins, name by name. A
@@ -58,14 +61,25 @@ type Workflow struct {
 // An Item is a per-worker artefact that jobs can need.
 type Item struct {
 	Name string // as written in the file; see [EnvName] for its variable
-	Run  string // command for sh -c that builds the item at $POOLRUN_ITEM
-	Line int    // line of the item's name
+	Run  string // command for sh -c that builds the item at $POOLRUN_ITEM; "" for one held by a worker program
+	// Worker is the name of the worker program (of [Workflow.Workers])
+	// that holds the item in its memory, from the item's worker field;
+	// "" for an item built by its run command.
+	Worker string
+	Line   int // line of the item's name
 }
 
 // A Job is one command to run, after foreach expansion.
 type Job struct {
 	ID  string // unique in the workflow
-	Run string // command for sh -c, with the values of variables substituted, each quoted as text for where it stands
+	Run string // command for sh -c, with the values of variables substituted, each quoted as text for where it stands; "" for a request to a worker program
+	// Worker is the name of the worker program (of [Workflow.Workers])
+	// that the job is a request to, from its worker field, and Args the
+	// request's arguments, from args, with the values of variables
+	// substituted as they are (not quoted); "" and nil for a job that
+	// runs a command.
+	Worker string
+	Args   []string
 	// After holds the ids of the jobs that must succeed before this one
 	// runs: patterns expanded, no duplicates, in file order. Nil if none.
 	After []string
