@@ -72,6 +72,9 @@ func serveHosted(ctx context.Context, jobs io.Reader, replies io.Writer, control
 		defer o.stderr.flush()
 		defer o.stdout.flush()
 	}
+	if win != nil {
+		ctx = context.WithValue(ctx, windowFileKey{}, win.File())
+	}
 	// Its own cache, as the pool's scheduler assumes of every worker; the
 	// heap is this process's, shared with its other workers.
 	cache := cachepool.New()

@@ -76,6 +76,7 @@ func (t *localTransport) serve(index int, w *shm.Window, joined windowPublisher)
 	// process's do.
 	out := &jobOutput{stdout: newLineWriter(t.output.out()), stderr: newLineWriter(t.output.err())}
 	ctx = context.WithValue(ctx, jobOutputKey{}, out)
+	ctx = context.WithValue(ctx, windowFileKey{}, w.File())
 	cache := t.cache(index)
 	go func() {
 		l.say(msg{from: l, hello: &hello{pid: os.Getpid(), win: joined}})

@@ -261,3 +261,18 @@ func (t *tailBuffer) last() string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// windowFileKey is the context key of the file of the window a worker
+// reads (JobWindow).
+type windowFileKey struct{}
+
+// JobWindow returns the file of the window that the worker running a job
+// with ctx reads, open read-only, for a program the job starts to read
+// the window itself: hand it over in os/exec.Cmd.ExtraFiles, and map it
+// read-only there (docs/WINDOW.md has its layout). The worker owns it: do
+// not close it. It returns nil with a context that is no job's, and where
+// the worker reads no window that another process can map.
+func JobWindow(ctx context.Context) *os.File {
+	f, _ := ctx.Value(windowFileKey{}).(*os.File)
+	return f
+}

@@ -116,11 +116,12 @@ func serveProcess(version string) int {
 	if err != nil {
 		return notAWorker(err)
 	}
-	winFile.Close()
+	// winFile stays open, close-on-exec, for the programs jobs start to
+	// read the window themselves (JobWindow).
 	// Terminal signals are for the parent, which decides; SIGTERM asks this
 	// worker to stop.
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGPIPE)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), windowFileKey{}, winFile))
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	cache := cachepool.Default()
