@@ -133,6 +133,12 @@ type execArg struct {
 	Env       []string // Options.Env
 	TailLines int      // resolved: >= 0
 	Items     []itemParam
+	// Program is the worker program a job with worker: sends its request
+	// to, with Args; nil for a job with a command. Held names the items
+	// of Items that the program holds (and the request lists).
+	Program   *programParam
+	Args      []string
+	Held      []string
 	Stdio     Stdio    // resolved: LogDir absolute
 	Outputs   *outputs // the job's declared outputs; nil if none
 	Globs     []string // its inputs that are patterns, as written
@@ -221,6 +227,7 @@ func itemParams(wf *workflow.Workflow, s settings) map[string]itemParam {
 		params[it.Name] = itemParam{
 			Name:      it.Name,
 			Run:       it.Run,
+			Worker:    it.Worker,
 			File:      wf.File,
 			Line:      it.Line,
 			Dir:       s.dir,
@@ -334,6 +341,7 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 		return nil, err
 	}
 	params := itemParams(wf, s)
+	progs := programParams(wf, s, params)
 
 	plan := make([]planned, 0, len(wf.Jobs))
 	seen := make(map[string]bool, len(wf.Jobs))
@@ -377,16 +385,32 @@ func Prepare(wf *workflow.Workflow, opts Options) (*Batch, error) {
 		}
 		pl.arg.Outputs = outs.of(j, made)
 		pl.arg.Globs = inputPatterns(j)
+		if j.Worker != "" {
+			pp, ok := progs[j.Worker]
+			if !ok {
+				return nil, fmt.Errorf("execflow: %s:%d: job %q: no worker program %q", wf.File, j.Line, j.ID, j.Worker)
+			}
+			pl.arg.Program, pl.arg.Args = &pp, j.Args
+			if !pl.skip {
+				pl.items = append(pl.items, programs.Item(pp))
+			}
+		}
 		for _, name := range j.Needs {
 			ip, ok := params[name]
 			if !ok {
 				return nil, fmt.Errorf("execflow: %s:%d: job %q needs %q: no such item", wf.File, j.Line, j.ID, name)
+			}
+			if ip.Worker != "" && ip.Worker != j.Worker {
+				return nil, fmt.Errorf("execflow: %s:%d: job %q needs %q, which worker program %q holds: it is not a job of that program", wf.File, j.Line, j.ID, name, ip.Worker)
 			}
 			if pl.skip {
 				continue // it will not run: no item for it
 			}
 			pl.arg.Items = append(pl.arg.Items, ip)
 			pl.items = append(pl.items, items.Item(ip))
+			if ip.Worker != "" {
+				pl.arg.Held = append(pl.arg.Held, name)
+			}
 		}
 		seen[j.ID] = true
 		plan = append(plan, pl)
@@ -446,15 +470,20 @@ func (b *Batch) Queue(p *engine.Pool) map[string]*engine.Job[Result] {
 // runJob is the registered function: it gets the job's items and runs its
 // command.
 func runJob(ctx context.Context, a execArg) (Result, error) {
-	env := append(commandEnv(strings.Join(a.Env, "\x00")), jobEnv+"="+a.ID,
-		threadsEnv+"="+strconv.Itoa(max(a.Threads, 1)), attemptEnv+"="+strconv.Itoa(max(engine.JobAttempt(ctx), 1)))
-	env = append(env, a.ResEnv...)
+	var env []string
+	if a.Program == nil {
+		env = append(commandEnv(strings.Join(a.Env, "\x00")), jobEnv+"="+a.ID,
+			threadsEnv+"="+strconv.Itoa(max(a.Threads, 1)), attemptEnv+"="+strconv.Itoa(max(engine.JobAttempt(ctx), 1)))
+		env = append(env, a.ResEnv...)
+	}
 	for _, ip := range a.Items {
 		path, err := items.Item(ip).Get(ctx)
 		if err != nil {
 			return Result{}, jobItemError(a, ip, err)
 		}
-		env = append(env, workflow.EnvName(ip.Name)+"="+path)
+		if ip.Worker == "" {
+			env = append(env, workflow.EnvName(ip.Name)+"="+path)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("job %q (%s:%d): not started: %w", a.ID, a.File, a.Line, context.Cause(ctx))
@@ -465,7 +494,12 @@ func runJob(ctx context.Context, a execArg) (Result, error) {
 	}
 	before := a.Outputs.snapshot()
 	matched := matchInputs(folder{Abs: a.Dir}, a.Globs)
-	out, err := runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
+	var out shellOutcome
+	if a.Program != nil {
+		out, err = sendRequest(ctx, a)
+	} else {
+		out, err = runShell(ctx, shellCmd{run: a.Run, dir: a.Dir, env: env, tailLines: a.TailLines, job: a.ID, stdio: a.Stdio})
+	}
 	res := Result{Stderr: out.tail, Duration: out.duration, PeakRSS: out.maxRSS, Inputs: matched}
 	switch {
 	case err != nil:

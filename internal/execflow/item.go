@@ -27,6 +27,7 @@ const itemPrefix = "poolrun.item"
 type itemParam struct {
 	Name      string
 	Run       string
+	Worker    string // the program that holds it; "" for an item with a run command
 	File      string
 	Line      int
 	Dir       string // absolute
@@ -57,6 +58,7 @@ func memberName(p itemParam) string {
 	}
 	field(p.Name)
 	field(p.Run)
+	field(p.Worker)
 	field(p.File)
 	num(p.Line)
 	field(p.Dir)
@@ -68,7 +70,13 @@ func memberName(p itemParam) string {
 
 // buildItem runs the item's command to build its artefact in this process's
 // scratch folder and returns the artefact's path.
+//
+// An item held by a worker program has no artefact: its build and
+// cleanup do nothing, and the program frees the item (see program.go).
 func buildItem(ctx context.Context, p itemParam) (string, error) {
+	if p.Worker != "" {
+		return "", nil
+	}
 	fail := func(err error) error {
 		return &itemError{Item: p.Name, File: p.File, Line: p.Line, Err: err}
 	}
@@ -101,6 +109,9 @@ func buildItem(ctx context.Context, p itemParam) (string, error) {
 // removeArtefact is the items' cleanup: it deletes the artefact and gives
 // its place in the scratch folder back.
 func removeArtefact(path string) {
+	if path == "" {
+		return // held by a worker program
+	}
 	if err := os.RemoveAll(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(os.Stderr, "poolrun: removing item artefact: %v\n", err)
 	}

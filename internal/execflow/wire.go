@@ -17,7 +17,7 @@ import (
 // types and not here fails it. A job's Result crosses back the same way.
 
 // argVersion is the first byte of an encoded execArg.
-const argVersion = 4
+const argVersion = 5
 
 // MarshalBinary implements encoding.BinaryMarshaler.
 func (a execArg) MarshalBinary() ([]byte, error) {
@@ -35,6 +35,7 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 	for _, ip := range a.Items {
 		e.str(ip.Name)
 		e.str(ip.Run)
+		e.str(ip.Worker)
 		e.str(ip.File)
 		e.int(ip.Line)
 		e.str(ip.Dir)
@@ -58,6 +59,23 @@ func (a execArg) MarshalBinary() ([]byte, error) {
 	e.strs(a.Globs)
 	e.int(a.Threads)
 	e.strs(a.ResEnv)
+	e.bool(a.Program != nil)
+	if p := a.Program; p != nil {
+		e.str(p.Name)
+		e.str(p.Run)
+		e.str(p.Env)
+		e.str(p.Keys)
+		e.str(p.File)
+		e.int(p.Line)
+		e.str(p.Dir)
+		e.str(p.OptEnv)
+		e.int(p.TailLines)
+		e.bool(p.Stdio.Tag)
+		e.str(p.Stdio.LogDir)
+		e.bool(p.Stdio.Echo)
+	}
+	e.strs(a.Args)
+	e.strs(a.Held)
 	return e.b, nil
 }
 
@@ -81,6 +99,7 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 			ip := &a.Items[i]
 			ip.Name = d.str()
 			ip.Run = d.str()
+			ip.Worker = d.str()
 			ip.File = d.str()
 			ip.Line = d.int()
 			ip.Dir = d.str()
@@ -106,6 +125,24 @@ func (a *execArg) UnmarshalBinary(data []byte) error {
 	a.Globs = d.strs()
 	a.Threads = d.int()
 	a.ResEnv = d.strs()
+	if d.bool() {
+		p := &programParam{}
+		p.Name = d.str()
+		p.Run = d.str()
+		p.Env = d.str()
+		p.Keys = d.str()
+		p.File = d.str()
+		p.Line = d.int()
+		p.Dir = d.str()
+		p.OptEnv = d.str()
+		p.TailLines = d.int()
+		p.Stdio.Tag = d.bool()
+		p.Stdio.LogDir = d.str()
+		p.Stdio.Echo = d.bool()
+		a.Program = p
+	}
+	a.Args = d.strs()
+	a.Held = d.strs()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes too many", len(d.b))
 	}

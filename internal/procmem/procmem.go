@@ -15,8 +15,15 @@ import (
 // of the process that exec'd this one (an exec carries the old image's
 // into it): a worker started by a large pool would report the pool's
 // size as its own.
-func PeakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
+func PeakRSS() int64 { return peak("/proc/self/status") }
+
+// PeakRSSOf returns the peak resident memory in bytes of process pid, a
+// child of this one, as [PeakRSS] does for this process; 0 where it
+// cannot be read.
+func PeakRSSOf(pid int) int64 { return peak("/proc/" + strconv.Itoa(pid) + "/status") }
+
+func peak(status string) int64 {
+	data, err := os.ReadFile(status)
 	if err != nil {
 		return 0
 	}
