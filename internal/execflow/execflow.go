@@ -136,13 +136,13 @@ type execArg struct {
 	// Program is the worker program a job with worker: sends its request
 	// to, with Args; nil for a job with a command. Held names the items
 	// of Items that the program holds (and the request lists).
-	Program   *programParam
-	Args      []string
-	Held      []string
-	Stdio     Stdio    // resolved: LogDir absolute
-	Outputs   *outputs // the job's declared outputs; nil if none
-	Globs     []string // its inputs that are patterns, as written
-	Threads   int      // its threads: field; 0 if none (it counts 1)
+	Program *programParam
+	Args    []string
+	Held    []string
+	Stdio   Stdio    // resolved: LogDir absolute
+	Outputs *outputs // the job's declared outputs; nil if none
+	Globs   []string // its inputs that are patterns, as written
+	Threads int      // its threads: field; 0 if none (it counts 1)
 	// ResEnv holds a POOLRUN_RES_NAME=N entry for each named resource it
 	// takes (workflow.ResourceEnv), in the order of the names.
 	ResEnv []string

@@ -60,9 +60,9 @@ const (
 // computes it: the family parameter, and so the member's identity.
 type programParam struct {
 	Name      string
-	Run       string   // the workers entry's run, without persistentFlag
+	Run       string // the workers entry's run, without persistentFlag
 	Env       string // the entry's env, KEY=value entries joined by NUL
-	Keys      string   // the value of itemKeysEnv
+	Keys      string // the value of itemKeysEnv
 	File      string
 	Line      int
 	Dir       string // absolute
