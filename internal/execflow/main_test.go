@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(roleJanitored())
 	case "tempdir":
 		os.Exit(roleTempDir())
+	case "program":
+		os.Exit(roleProgram())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
 		os.Exit(2)

@@ -51,9 +51,9 @@ const (
 
 // The environment of a program (docs/WORKERS.md).
 const (
-	programEnv  = "POOLRUN_WORKER"
+	programEnv  = "POOLRUN_PROGRAM"
 	windowFDEnv = "POOLRUN_WINDOW_FD"
-	itemKeysEnv = "POOLRUN_ITEM_KEYS"
+	itemKeysEnv = "POOLRUN_PROGRAM_ITEMS"
 )
 
 // programParam is everything a program's start depends on, as the parent
