@@ -162,14 +162,14 @@ func TestWorkflowFields(t *testing.T) {
 	}
 	delete(table, "NAME")
 	// What the parser says each level takes, when given a key it does not.
-	wf := "items:\n  ref: {run: x, zz: 1}\njobs:\n  - {id: a, run: x, zz: 1}\nzz: 1\n"
+	wf := "workers:\n  py: {run: x, zz: 1}\nitems:\n  ref: {run: x, zz: 1}\njobs:\n  - {id: a, run: x, zz: 1}\nzz: 1\n"
 	_, err := workflow.Parse("wf.yaml", []byte(wf))
 	if err == nil {
 		t.Fatal("a workflow of unknown fields parsed")
 	}
 	said := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\((?:a workflow|an item|a job) has (?:only )?([^)]*)\)`).FindAllStringSubmatch(err.Error(), -1) {
-		for _, k := range strings.FieldsFunc(strings.ReplaceAll(m[1], " and ", ","), func(r rune) bool { return r == ',' || r == ' ' }) {
+	for _, m := range regexp.MustCompile(`\((?:a workflow|an item|a job|a worker) has (?:only )?([^)]*)\)`).FindAllStringSubmatch(err.Error(), -1) {
+		for _, k := range strings.FieldsFunc(strings.NewReplacer(" and ", ",", " or ", ",").Replace(m[1]), func(r rune) bool { return r == ',' || r == ' ' }) {
 			said[k] = true
 		}
 	}

@@ -12,13 +12,24 @@ const workflowFields = `Workflow fields (any other key is an error):
   resources: {NAME: N}           optional: the most of resource NAME (gpu,
                                  licence) the running jobs take together;
                                  --resources NAME=N wins; none: no limit
+  workers:                       optional: persistent programs (Bazel's JSON
+    NAME:                        worker protocol, docs/WORKERS.md)
+      run: CMD                   the program; --persistent_worker is appended;
+                                 started by each worker that runs its jobs,
+                                 ended once no unfinished job needs it
+      env: {VAR: VALUE}          optional: more of its environment
   items:                         optional: item name -> how to build it
     NAME:
       run: CMD                   builds the item at "$POOLRUN_ITEM"; a job
                                  that needs it finds it in $POOLRUN_ITEM_NAME
+      worker: PROGRAM            instead of run: held in the memory of that
+                                 program (python/poolrun.py), which frees it
+                                 once the window stops listing it
   jobs:                          required: a list of at least one job
     - id: ID                     required, unique; may use ${var} of foreach
-      run: CMD                   required: a command for sh -c
+      run: CMD                   a command for sh -c, or:
+      worker: PROGRAM            a request to that program of workers, with
+      args: [ARG, ...]           these arguments (${var} substituted as is)
       after: [ID or GLOB, ...]   jobs that must succeed first
       needs: [ITEM, ...]         items the command uses
       inputs: [PATH or GLOB]     files it reads, and outputs: files it

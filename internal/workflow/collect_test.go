@@ -73,7 +73,7 @@ jobs:
   - {id: a, run: x, needs: [ref]}
   - {id: b, run: x, needs: [fer]}
 `, want: []string{
-			`wf.yaml:2: item "ref": unknown field "clean" (an item has run, or worker)`,
+			`wf.yaml:2: item "ref": unknown field "clean" (an item has run or worker)`,
 			`wf.yaml:5: job "b": needs "fer": no such item`,
 		}},
 		{name: "a foreach entry's mistake once, not once per job", in: `

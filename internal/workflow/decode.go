@@ -389,7 +389,7 @@ func (p *parser) item(f field) *Item {
 				ok = false
 			}
 		default:
-			p.fail(f.keyLine, "%s: unknown field %q (an item has run, or worker)", name, f.key)
+			p.fail(f.keyLine, "%s: unknown field %q (an item has run or worker)", name, f.key)
 			ok = false
 		}
 	}

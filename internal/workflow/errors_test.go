@@ -81,7 +81,7 @@ items:
     cleanup: y
 jobs:
   - {id: a, run: x}
-`, want: `wf.yaml:4: item "ref": unknown field "cleanup" (an item has run, or worker)`},
+`, want: `wf.yaml:4: item "ref": unknown field "cleanup" (an item has run or worker)`},
 		{name: "repeated field", in: `
 jobs:
   - id: a
