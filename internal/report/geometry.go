@@ -709,14 +709,19 @@ func (tl *timeline) groupClass(j *Job) string {
 }
 
 // hashedName matches the cache name of a member of a family that ends in
-// a hash of its parameter (as a workflow item's, poolrun.item:NAME@HASH):
-// the page leaves the hash, and the workflow items' prefix, out.
-var hashedName = regexp.MustCompile(`^(poolrun\.item:)?(.*)@[0-9a-f]{16}$`)
+// a hash of its parameter (as a workflow item's, poolrun.item:NAME@HASH,
+// or a worker program's, poolrun.worker:NAME@HASH): the page leaves the
+// hash, and the workflow's prefixes, out.
+var hashedName = regexp.MustCompile(`^(poolrun\.item:|poolrun\.worker:)?(.*)@[0-9a-f]{16}$`)
 
 // itemName is how the page names an item: a workflow item by its name in
-// the workflow, any other by its cache name less a hash at its end.
+// the workflow, a worker program as "worker NAME", any other by its
+// cache name less a hash at its end.
 func itemName(name string) string {
 	if m := hashedName.FindStringSubmatch(name); m != nil {
+		if m[1] == "poolrun.worker:" {
+			return "worker " + m[2]
+		}
 		return m[2]
 	}
 	return name

@@ -291,3 +291,20 @@ func TestTrace(t *testing.T) {
 		t.Errorf("counters %v, want cache bytes and memory", counters)
 	}
 }
+
+// TestItemName: the page names a workflow item by its name in the
+// workflow, a worker program as "worker NAME", another item by its cache
+// name less a hash at its end.
+func TestItemName(t *testing.T) {
+	for in, want := range map[string]string{
+		"poolrun.item:ref@0123456789abcdef":  "ref",
+		"poolrun.worker:py@0123456789abcdef": "worker py",
+		"scaffold.index:granule":             "scaffold.index:granule",
+		"family:member@0123456789abcdef":     "family:member",
+		"poolrun.worker:py@not-a-hash":       "poolrun.worker:py@not-a-hash",
+	} {
+		if got := itemName(in); got != want {
+			t.Errorf("itemName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
