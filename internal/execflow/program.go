@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,7 +233,7 @@ func startProgram(ctx context.Context, p programParam) (*program, error) {
 
 // programLog is the log file in dir of the program called name.
 func programLog(dir, name string) string {
-	return dir + string(os.PathSeparator) + "worker-" + name + ".log"
+	return filepath.Join(dir, "worker-"+name+".log")
 }
 
 func (pr *program) closeFiles() {
@@ -288,7 +289,10 @@ func (pr *program) request(ctx context.Context, a execArg, needs []string, stdou
 		return out, err
 	}
 	start := time.Now()
-	stop := context.AfterFunc(ctx, func() { pr.outF.SetReadDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() {
+		pr.in.SetWriteDeadline(time.Now())
+		pr.outF.SetReadDeadline(time.Now())
+	})
 	defer stop()
 	var resp []byte
 	_, err = pr.in.Write(append(line, '\n'))
@@ -327,6 +331,13 @@ func (pr *program) request(ctx context.Context, a execArg, needs []string, stdou
 	return out, nil
 }
 
+// isBroken reports whether a request broke pr.
+func (pr *program) isBroken() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.broken
+}
+
 // readLine reads a response line, without its newline.
 func (pr *program) readLine() ([]byte, error) {
 	var line []byte
@@ -352,17 +363,7 @@ func (pr *program) readLine() ([]byte, error) {
 // request, and says how it ended: as a command's exit status, with the
 // tail of its standard error.
 func (pr *program) died(out shellOutcome) (shellOutcome, error) {
-	select {
-	case <-pr.exited:
-	case <-time.After(programGrace):
-		pr.g.term()
-		select {
-		case <-pr.exited:
-		case <-time.After(programGrace):
-			pr.g.kill()
-			<-pr.exited
-		}
-	}
+	pr.wait(programGrace, programGrace)
 	pr.reap()
 	pr.stderr.wait(drainGrace)
 	out.tail = pr.tail.String()
@@ -372,6 +373,26 @@ func (pr *program) died(out shellOutcome) (shellOutcome, error) {
 		out.exitCode = 1 // it ended its work with the request unanswered
 	}
 	return out, nil
+}
+
+// wait waits for pr's exit for grace, then sends its group SIGTERM, and
+// SIGKILL term after that; pr.mu is held.
+func (pr *program) wait(grace, term time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-pr.exited:
+		return
+	case <-t.C:
+	}
+	pr.g.term()
+	t.Reset(term)
+	select {
+	case <-pr.exited:
+	case <-t.C:
+		pr.g.kill()
+		<-pr.exited
+	}
 }
 
 // reap reaps pr, which has exited; pr.mu is held.
@@ -394,22 +415,13 @@ func (pr *program) end() {
 	pr.in.Close()
 	if !pr.reaped {
 		// A broken program is in the middle of a request, or answers
-		// garbage: it gets SIGTERM at once.
-		grace := programGrace
+		// garbage: it gets SIGTERM at once, and SIGKILL as a command
+		// does.
+		grace, term := programGrace, programGrace
 		if pr.broken {
-			grace = 0
+			grace, term = 0, killGrace
 		}
-		select {
-		case <-pr.exited:
-		case <-time.After(grace):
-			pr.g.term()
-			select {
-			case <-pr.exited:
-			case <-time.After(programGrace):
-				pr.g.kill()
-				<-pr.exited
-			}
-		}
+		pr.wait(grace, term)
 		pr.reap()
 	}
 	pr.g.stop()
@@ -442,7 +454,7 @@ func runRequest(ctx context.Context, a execArg, stdout io.Writer) (shellOutcome,
 			return shellOutcome{}, err
 		}
 		out, err := pr.request(ctx, a, a.Held, stdout)
-		if pr.broken {
+		if pr.isBroken() {
 			key := it.Key()
 			cachepool.FromContext(ctx).Evict(func(k uint64) bool { return k != key })
 		}

@@ -2,6 +2,7 @@ package execflow_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/poolrun/poolrun/engine"
 	"github.com/poolrun/poolrun/internal/execflow"
 	"github.com/poolrun/poolrun/shm"
 )
@@ -21,7 +24,7 @@ import (
 // PID" and "req PID ARGS" lines to $PROG_LOG, and its requests say what
 // to do: "echo WORDS" answers them, "fail N" answers exit code N, "die"
 // exits with status 7 unanswered, "garbage" answers a line that is not
-// JSON, "window NAME" answers whether the window lists NAME's key of
+// JSON, "hang" never answers, "window NAME" answers whether the window lists NAME's key of
 // $POOLRUN_PROGRAM_ITEMS.
 func roleProgram() int {
 	if !slices.Contains(os.Args[1:], "--persistent_worker") {
@@ -59,6 +62,8 @@ func roleProgram() int {
 		case "die":
 			fmt.Fprintln(os.Stderr, "program: dying as asked")
 			return 7
+		case "hang":
+			time.Sleep(time.Hour) // until killed
 		case "garbage":
 			fmt.Println("not a response")
 			continue
@@ -263,4 +268,35 @@ func TestProgramDies(t *testing.T) {
 func errOf[R any](j interface{ Result() (R, error) }) error {
 	_, err := j.Result()
 	return err
+}
+
+// TestProgramTimeout: a job whose program does not answer within the
+// job's timeout fails, and its program is killed (TestProgramDies has
+// the next job start another).
+func TestProgramTimeout(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "prog.log")
+	wf := parse(t, "wf.yaml", programFlow(t, log, `jobs:
+  - {id: hang, worker: prog, args: [hang], timeout: 1s}
+`))
+	p := engine.New(engine.Workers(1))
+	jobs, err := execflow.Queue(p, wf, execflow.Options{Dir: dir, Stdio: execflow.Stdio{LogDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	p.Run(ctx)
+	if err := errOf(jobs["hang"]); err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
+		t.Errorf("hang: %v, want its timeout", err)
+	}
+	starts, _, _ := programLog(t, log)
+	if len(starts) != 1 {
+		t.Fatalf("programs started %v, want 1", starts)
+	}
+	for _, s := range starts {
+		if pid, _ := strconv.Atoi(s); syscall.Kill(pid, 0) != syscall.ESRCH {
+			t.Errorf("program %d is still there", pid)
+		}
+	}
 }

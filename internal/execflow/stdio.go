@@ -80,10 +80,13 @@ func checkLogClaims(wf *workflow.Workflow, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	names := make([]string, 0, 2*len(wf.Jobs))
+	names := make([]string, 0, 2*len(wf.Jobs)+len(wf.Workers))
 	for _, j := range wf.Jobs {
 		n := logName(j.ID)
 		names = append(names, n+".out", n+".err")
+	}
+	for _, w := range wf.Workers {
+		names = append(names, filepath.Base(programLog(dir, w.Name)))
 	}
 	if j, o := wf.Claims(dir, names...); j != nil {
 		return fmt.Errorf("execflow: %s:%d: job %q: outputs %q can match the jobs' logs in %s (the log folder): a log is no job's output", wf.File, j.Line, j.ID, o, dir)
