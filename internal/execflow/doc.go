@@ -232,6 +232,42 @@
 // these parameters, so a worker names, keys and builds exactly the item the
 // parent put in the window. [ItemHandles] returns the handles, for reports.
 //
+// # Worker programs
+//
+// A program of the workflow's workers (workflow.Worker) is a cache item
+// of each worker that runs one of its jobs, a member of the family
+// programPrefix (program.go): its build starts the program, its cleanup
+// ends it, so that it lives while some unfinished job of the pool needs
+// it, as any item does, and each of its jobs needs it. Its command line
+// gets --persistent_worker, and it starts as a command does (directly or
+// with /bin/sh -c, in a process group of its own, with the parent-death
+// signal and the [OwnerEnv] mark) with the environment of a command, less
+// the job's own variables, plus its env, POOLRUN_PROGRAM (its name),
+// POOLRUN_PROGRAM_ITEMS (the items it holds, NAME=KEY with the key in 16
+// hexadecimal digits, separated by commas) and, where the worker reads a
+// window, POOLRUN_WINDOW_FD=3 with the window's file on descriptor 3
+// (engine.JobWindow). Its standard error goes where a command's does,
+// tagged "[worker NAME] ", or to worker-NAME.log in Stdio.LogDir.
+//
+// A job of the program is a request in Bazel's JSON worker protocol, one
+// line each way: its args, requestId 0, and a field poolrun with its id,
+// attempt and the items it needs that the program holds. The response's
+// exit code is the job's; its output is the job's output, as a command's
+// standard output is, and the tail of it is kept when it failed. A job's
+// peak memory is the program's (VmHWM) after the request. A program that
+// ends during a request, or answers what is not a response, fails the
+// job (with its exit status or signal, and its standard error's tail)
+// and is ended; one that exited between requests is started again by the
+// next job. The cleanup closes the program's input and waits for its exit
+// for programGrace, then sends its group SIGTERM, and SIGKILL
+// programGrace later (at once, and killGrace later, for a program in the
+// middle of a request: the job's context ended, or it answered garbage).
+//
+// The items a program holds are workflow items whose build and cleanup do
+// nothing: the pool's window lists them while a job needs them, as it
+// lists any item, and the program reads the window and frees them itself
+// (python/poolrun.py, in the repository).
+//
 // # Scratch folders
 //
 // Each process that builds items (a worker, or the parent in serial mode

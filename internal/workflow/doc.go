@@ -38,6 +38,9 @@
 //     are read: a folder relative to the workflow file's, or absolute,
 //     that must exist (${NAME} of vars expands in it). Without it, the
 //     workflow file's folder. It becomes [Workflow.Dir].
+//   - workers (optional): the persistent worker programs, a mapping from
+//     program name (valid as an item name is) to a program; see "Worker
+//     programs" below. It becomes [Workflow.Workers].
 //   - resources (optional): the limits of named resources, a mapping from
 //     name to the most of it that running jobs take together, a whole
 //     number 0 or more (resources: {gpu: 2, licence: 1}), into
@@ -46,7 +49,8 @@
 //     counted: it has no limit (as in Snakemake). threads and mem are not
 //     named resources: their limits are -j and --mem.
 //
-// An item has one field, run: a command for sh -c that builds the item at
+// An item has one field: run, or worker (see "Worker programs"). run is a
+// command for sh -c that builds the item at
 // the path in $POOLRUN_ITEM (the constant [ItemEnv]). A worker runs it the
 // first time one of its jobs needs the item and deletes the file when no
 // unfinished job needs it any more. Item names start with a letter or a
@@ -61,7 +65,11 @@
 //   - id (required): the job's name. After foreach substitution it is made
 //     of ASCII letters, digits and the characters _ - . / : + = @, so that it can
 //     never be mistaken for a pattern in after. Ids are unique.
-//   - run (required): a command for sh -c.
+//   - run: a command for sh -c. A job has run, or worker and args:
+//   - worker: the name of a program of workers that the job is a request
+//     to, into [Job.Worker], and args: the request's arguments, a list of
+//     strings (empty ones allowed) in which ${...} is substituted as it
+//     stands, unquoted, into [Job.Args]. See "Worker programs".
 //   - after: job ids, or patterns with *, ? and [...] as in [path.Match],
 //     that must succeed before this job runs. A pattern is matched against
 //     every job id of the file (after foreach expansion) except the job's
@@ -107,6 +115,32 @@
 // as an alias. Duplicates are dropped. Dependencies must not form a cycle. The order of
 // jobs in the file does not matter for dependencies: a job may run after one
 // written below it.
+//
+// # Worker programs
+//
+//	workers:
+//	  py:
+//	    run: python3 score.py
+//	    env: {MODEL_DIR: models}
+//	items:
+//	  model: {worker: py}
+//	jobs:
+//	  - id: score-${i}
+//	    foreach: {i: 1..100}
+//	    worker: py
+//	    args: ["in/${i}.txt"]
+//	    needs: [model]
+//
+// A program has run, its command line (${NAME} of vars substituted, as in
+// an item's run), and, optionally, env: a mapping from variable name
+// (letters, digits and _, not starting with a digit) to a string
+// (${NAME} of vars substituted), sorted by name into [Worker.Env].
+// Running the workflow starts the program on each worker that runs one
+// of its jobs and sends it their requests (docs/WORKERS.md, in the
+// repository, has the protocol). An item with worker: NAME instead of
+// run is held in that program's memory: only jobs of that program may
+// need it. A job with both run and worker, an item with both, args
+// without worker, and a worker that workers does not define are errors.
 //
 // # foreach
 //
