@@ -227,15 +227,15 @@ _registry = {}
 _registry_lock = threading.Lock()
 _builds = 0  # the number of builds so far: serve reads the window again when it moves
 _serving = False  # serve is running: an item without a key says so when built
-_keys_cache = (None, {})  # (POOLRUN_ITEM_KEYS as parsed, its map of name to key)
+_keys_cache = (None, {})  # (POOLRUN_PROGRAM_ITEMS as parsed, its map of name to key)
 
 
 def _item_keys():
-    """Returns POOLRUN_ITEM_KEYS as a dict of name to key. An entry that is
+    """Returns POOLRUN_PROGRAM_ITEMS as a dict of name to key. An entry that is
     not name=KEY, with KEY 16 lower-case hexadecimal digits and not 0, is
     reported on standard error (once) and left out."""
     global _keys_cache
-    value = os.environ.get("POOLRUN_ITEM_KEYS", "")
+    value = os.environ.get("POOLRUN_PROGRAM_ITEMS", "")
     if _keys_cache[0] == value:
         return _keys_cache[1]
     keys = {}
@@ -244,7 +244,7 @@ def _item_keys():
             continue
         name, sep, hexkey = entry.partition("=")
         if not sep or not name or not _KEY_RE.match(hexkey) or int(hexkey, 16) == 0:
-            _log("POOLRUN_ITEM_KEYS: %r is not name=KEY with KEY 16 lower-case hexadecimal digits; ignored" % entry)
+            _log("POOLRUN_PROGRAM_ITEMS: %r is not name=KEY with KEY 16 lower-case hexadecimal digits; ignored" % entry)
             continue
         keys[name] = int(hexkey, 16)
     _keys_cache = (value, keys)
@@ -255,7 +255,7 @@ class Item:
     """A value the program holds in memory, built on first use.
 
     Make one with item(). Attributes: name, and key (the item's window key
-    from POOLRUN_ITEM_KEYS, or None when the variable does not list the
+    from POOLRUN_PROGRAM_ITEMS, or None when the variable does not list the
     name: serve then never frees the item before the program ends).
     get and free are safe to call from several threads.
     """
@@ -287,7 +287,7 @@ class Item:
                 if _serving and self.key is None and not self._told:
                     self._told = True
                     _log(
-                        "item %r is not in POOLRUN_ITEM_KEYS: the window cannot free it, "
+                        "item %r is not in POOLRUN_PROGRAM_ITEMS: the window cannot free it, "
                         "so it is kept until the program ends" % self.name
                     )
                 value = self._build()
@@ -319,7 +319,7 @@ def item(name, build, cleanup=None):
     build() makes the value, on the first get; cleanup(value), if given,
     releases it when serve frees the item. name is the item's name in the
     workflow (`items: {name: {worker: ...}}`); its window key comes from
-    POOLRUN_ITEM_KEYS, read now. An item whose name that variable does not
+    POOLRUN_PROGRAM_ITEMS, read now. An item whose name that variable does not
     list is never freed by the window, only when serve ends. Defining a
     name twice raises ValueError.
     """

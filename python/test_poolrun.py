@@ -296,7 +296,7 @@ class ItemsTestCase(unittest.TestCase):
     def new_items(self, *names, keys=None, cleanup=None):
         """Defines items called names (made unique) whose builds return
         "NAME-value" and are noted in self.builds. keys maps some of the
-        names to keys for POOLRUN_ITEM_KEYS. The items' cleanup is given,
+        names to keys for POOLRUN_PROGRAM_ITEMS. The items' cleanup is given,
         or one that notes the value in self.cleaned and sets self.freed."""
         if not hasattr(self, "cleaned"):
             self.cleaned, self.builds, self.freed = [], [], threading.Event()
@@ -309,7 +309,7 @@ class ItemsTestCase(unittest.TestCase):
         full = {name: "%s%d" % (name, n) for name in names}
         env = ",".join("%s=%016x" % (full[name], key) for name, key in (keys or {}).items())
         items = []
-        with mock.patch.dict(os.environ, {"POOLRUN_ITEM_KEYS": env}):
+        with mock.patch.dict(os.environ, {"POOLRUN_PROGRAM_ITEMS": env}):
             for name in names:
                 items.append(
                     poolrun.item(
@@ -363,12 +363,12 @@ class ItemTest(ItemsTestCase):
         n = next(_names)
         env = "ok{n}=00000000000000ff,upper{n}=00000000000000FF,short{n}=ff,zero{n}=0000000000000000,{n}".format(n=n)
         err = io.StringIO()
-        with mock.patch.dict(os.environ, {"POOLRUN_ITEM_KEYS": env}), contextlib.redirect_stderr(err):
+        with mock.patch.dict(os.environ, {"POOLRUN_PROGRAM_ITEMS": env}), contextlib.redirect_stderr(err):
             for name in ("ok", "upper", "short", "zero"):
                 it = poolrun.item("%s%d" % (name, n), lambda: None)
                 self.addCleanup(poolrun._registry.pop, it.name, None)
                 self.assertEqual(it.key, 0xFF if name == "ok" else None, name)
-        self.assertEqual(err.getvalue().count("POOLRUN_ITEM_KEYS"), 4, err.getvalue())
+        self.assertEqual(err.getvalue().count("POOLRUN_PROGRAM_ITEMS"), 4, err.getvalue())
 
     def test_defined_twice(self):
         (a,) = self.new_items("a")
@@ -631,7 +631,7 @@ class ServeTest(ItemsTestCase):
 
     def test_item_without_key(self):
         wr = FakeWriter(self, capacity=8)
-        (a,) = self.new_items("a")  # not in POOLRUN_ITEM_KEYS
+        (a,) = self.new_items("a")  # not in POOLRUN_PROGRAM_ITEMS
         s = Served(self, lambda args: a.get() and None, window=wr.reader(self), idle=False)
         s.request()
         wr.publish([0xB])
@@ -640,7 +640,7 @@ class ServeTest(ItemsTestCase):
         a.free()
         s.request()  # built again: no second message
         s.close()
-        self.assertEqual(s.stderr.getvalue().count("is not in POOLRUN_ITEM_KEYS"), 1, s.stderr.getvalue())
+        self.assertEqual(s.stderr.getvalue().count("is not in POOLRUN_PROGRAM_ITEMS"), 1, s.stderr.getvalue())
 
     def test_cleanup_raises(self):
         wr = FakeWriter(self, capacity=8)
@@ -694,7 +694,7 @@ print("printed after serve")
     def test_program(self):
         env = dict(os.environ)
         env.pop("POOLRUN_WINDOW_FD", None)
-        env["POOLRUN_ITEM_KEYS"] = ""
+        env["POOLRUN_PROGRAM_ITEMS"] = ""
         env["PYTHONPATH"] = os.path.dirname(os.path.abspath(poolrun.__file__))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         req = {"arguments": ["--input", "x"], "requestId": 0, "poolrun": {"job": "j", "attempt": 1, "needs": ["model"]}}
