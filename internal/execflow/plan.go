@@ -351,7 +351,7 @@ func (p *Plan) decide(d *Decision, files *fileTimes) []fileTime {
 		}
 		mine = append(mine, found...)
 	}
-	if rec.Command != commandHash(j.Run) {
+	if rec.Command != commandHash(jobCommand(p.wf, j)) {
 		d.Reason = ChangedCommand
 		return nil
 	}

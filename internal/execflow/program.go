@@ -502,3 +502,23 @@ func (t *tagWriter) Write(b []byte) (int, error) {
 	_, err := t.w.Write(buf)
 	return len(b), err
 }
+
+// jobCommand is what a job runs, as the state file records it (hashed)
+// so that a change reruns the job: its command, or, for a request, its
+// program's command line, environment and name, and its args.
+func jobCommand(wf *workflow.Workflow, j *workflow.Job) string {
+	if j.Worker == "" {
+		return j.Run
+	}
+	var b strings.Builder
+	b.WriteString("\x00worker\x00" + j.Worker)
+	for _, w := range wf.Workers {
+		if w.Name == j.Worker {
+			b.WriteString("\x00" + w.Run + "\x00" + strings.Join(w.Env, "\x00"))
+		}
+	}
+	for _, a := range j.Args {
+		b.WriteString("\x00" + strconv.Quote(a))
+	}
+	return b.String()
+}

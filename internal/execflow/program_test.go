@@ -24,7 +24,7 @@ import (
 // PID" and "req PID ARGS" lines to $PROG_LOG, and its requests say what
 // to do: "echo WORDS" answers them, "fail N" answers exit code N, "die"
 // exits with status 7 unanswered, "garbage" answers a line that is not
-// JSON, "hang" never answers, "window NAME" answers whether the window lists NAME's key of
+// JSON, "touch PATH" makes the file PATH, "hang" never answers, "window NAME" answers whether the window lists NAME's key of
 // $POOLRUN_PROGRAM_ITEMS.
 func roleProgram() int {
 	if !slices.Contains(os.Args[1:], "--persistent_worker") {
@@ -62,6 +62,10 @@ func roleProgram() int {
 		case "die":
 			fmt.Fprintln(os.Stderr, "program: dying as asked")
 			return 7
+		case "touch":
+			if err := os.WriteFile(args[1], nil, 0o644); err != nil {
+				resp["exitCode"], resp["output"] = 1, err.Error()
+			}
 		case "hang":
 			time.Sleep(time.Hour) // until killed
 		case "garbage":
@@ -298,5 +302,53 @@ func TestProgramTimeout(t *testing.T) {
 		if pid, _ := strconv.Atoi(s); syscall.Kill(pid, 0) != syscall.ESRCH {
 			t.Errorf("program %d is still there", pid)
 		}
+	}
+}
+
+// TestProgramRerun: a request with outputs is up to date once it has made
+// them, and runs again when its args or its program's command line
+// change, as a command does when it changes.
+func TestProgramRerun(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	log := filepath.Join(dir, "prog.log")
+	flow := func(arg, env string) string {
+		text := programFlow(t, log, `jobs:
+  - {id: a, worker: prog, args: [touch, a.txt, `+arg+`], outputs: [a.txt]}
+`)
+		return strings.Replace(text, "PROG_LOG:", "X: "+env+", PROG_LOG:", 1)
+	}
+	decide := func(text string) string {
+		wf := parse(t, "wf.yaml", text)
+		p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decisions(p)["a"]
+	}
+	text := flow("one", "x")
+	wf := parse(t, "wf.yaml", text)
+	p, err := execflow.NewPlan(wf, execflow.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := run(t, wf, 0, execflow.Options{Dir: dir, Plan: p, Stdio: execflow.Stdio{LogDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Save(jobs); err != nil {
+		t.Fatal(err)
+	}
+	if got := decide(text); got != "skip: up to date" {
+		t.Errorf("the same request: %q, want up to date", got)
+	}
+	if got := decide(flow("two", "x")); !strings.HasPrefix(got, "run: ") || !strings.Contains(got, "command") {
+		t.Errorf("other args: %q, want a run, its command changed", got)
+	}
+	if got := decide(flow("one", "y")); !strings.HasPrefix(got, "run: ") || !strings.Contains(got, "command") {
+		t.Errorf("another environment of its program: %q, want a run, its command changed", got)
 	}
 }

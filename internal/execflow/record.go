@@ -46,7 +46,7 @@ func (p *Plan) Begin() error {
 	begun := 0
 	for _, d := range p.Decisions {
 		if d.Run && len(d.Job.Outputs) > 0 {
-			live.Jobs[d.Job.ID] = jobState{Command: commandHash(d.Job.Run), Status: statusStarted}
+			live.Jobs[d.Job.ID] = jobState{Command: commandHash(jobCommand(p.wf, d.Job)), Status: statusStarted}
 			begun++
 		}
 	}
@@ -80,7 +80,7 @@ func (p *Plan) Recorder() engine.Option {
 		}
 		j := p.Decisions[i].Job
 		old := p.state.Jobs[j.ID]
-		rec := jobState{Command: commandHash(j.Run), Made: old.Made, Inputs: old.Inputs}
+		rec := jobState{Command: commandHash(jobCommand(p.wf, j)), Made: old.Made, Inputs: old.Inputs}
 		switch {
 		case e.New == engine.Succeeded:
 			// What it made, once Queue has returned the jobs; before
@@ -187,7 +187,7 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 			st = job.Status()
 			ran = len(job.Attempts()) > 0
 		}
-		done := jobState{Command: commandHash(j.Run), Made: old.Made, Inputs: old.Inputs}
+		done := jobState{Command: commandHash(jobCommand(p.wf, j)), Made: old.Made, Inputs: old.Inputs}
 		switch {
 		case st == engine.Succeeded:
 			res, _ := jobs[j.ID].Result()
