@@ -45,27 +45,47 @@ var items = cachepool.DefineFamily(itemPrefix, buildItem,
 // memberName gives the item's name and a hash of the whole parameter; it is
 // a pure function of p, so every process names p alike.
 func memberName(p itemParam) string {
-	h := xxhash.New()
-	var n [8]byte
-	field := func(s string) {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.WriteString(s)
+	var h paramHash
+	h.str(p.Name)
+	h.str(p.Run)
+	h.str(p.Worker)
+	h.str(p.File)
+	h.num(p.Line)
+	h.str(p.Dir)
+	h.str(p.Env)
+	h.str(p.Scratch)
+	h.num(p.TailLines)
+	return h.name(p.Name)
+}
+
+// paramHash hashes the fields of a family parameter, each string with its
+// length first, so that no two parameters that differ give the same
+// bytes; the zero value is ready to use.
+type paramHash struct {
+	h *xxhash.Digest
+	n [8]byte
+}
+
+func (h *paramHash) str(s string) {
+	h.num(len(s))
+	h.h.WriteString(s)
+}
+
+func (h *paramHash) num(v int) {
+	if h.h == nil {
+		h.h = xxhash.New()
 	}
-	num := func(v int) {
-		binary.LittleEndian.PutUint64(n[:], uint64(int64(v)))
-		h.Write(n[:])
+	binary.LittleEndian.PutUint64(h.n[:], uint64(int64(v)))
+	h.h.Write(h.n[:])
+}
+
+// name is a member's name: name, "@" and the hash in 16 hexadecimal
+// digits.
+func (h *paramHash) name(name string) string {
+	if h.h == nil {
+		h.h = xxhash.New()
 	}
-	field(p.Name)
-	field(p.Run)
-	field(p.Worker)
-	field(p.File)
-	num(p.Line)
-	field(p.Dir)
-	field(p.Env)
-	field(p.Scratch)
-	num(p.TailLines)
-	return fmt.Sprintf("%s@%016x", p.Name, h.Sum64())
+	return fmt.Sprintf("%s@%016x", name, h.h.Sum64())
 }
 
 // buildItem runs the item's command to build its artefact in this process's

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/poolrun/poolrun/cachepool"
 	"github.com/poolrun/poolrun/engine"
@@ -80,24 +77,18 @@ var programs = cachepool.DefineFamily(programPrefix, startProgram,
 // programName gives the program's name and a hash of the whole
 // parameter.
 func programName(p programParam) string {
-	h := xxhash.New()
-	var n [8]byte
-	field := func(s string) {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.WriteString(s)
-	}
-	field(p.Name)
-	field(p.Run)
-	field(p.Env)
-	field(p.Keys)
-	field(p.File)
-	field(strconv.Itoa(p.Line))
-	field(p.Dir)
-	field(p.OptEnv)
-	field(strconv.Itoa(p.TailLines))
-	field(fmt.Sprintf("%+v", p.Stdio))
-	return fmt.Sprintf("%s@%016x", p.Name, h.Sum64())
+	var h paramHash
+	h.str(p.Name)
+	h.str(p.Run)
+	h.str(p.Env)
+	h.str(p.Keys)
+	h.str(p.File)
+	h.num(p.Line)
+	h.str(p.Dir)
+	h.str(p.OptEnv)
+	h.num(p.TailLines)
+	h.str(fmt.Sprintf("%+v", p.Stdio))
+	return h.name(p.Name)
 }
 
 // programParams returns the parameter of every program of wf, by name,

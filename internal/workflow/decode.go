@@ -362,8 +362,7 @@ func (p *parser) items(f *field) []*Item {
 // item reads one item; it returns nil if the item has a mistake.
 func (p *parser) item(f field) *Item {
 	it := &Item{Name: f.key, Line: f.keyLine}
-	if !validItemName(it.Name) {
-		p.fail(it.Line, "item name %q is not valid: start with a letter or digit, then use letters, digits, _ - and .", it.Name)
+	if !p.validName("item", it.Name, it.Line) {
 		return nil
 	}
 	name := fmt.Sprintf("item %q", it.Name)
@@ -568,7 +567,7 @@ func (p *parser) entry(n *yaml.Node) *entry {
 			e.program = p.programField(f, name)
 		case "args":
 			e.argsSet = true
-			e.args, _ = p.args(f, name)
+			e.args, _ = p.strings(f, name, true)
 		case "after":
 			e.after, _ = p.list(f, name)
 		case "needs":
@@ -622,6 +621,13 @@ func (p *parser) list(f field, name string) ([]text, bool) {
 }
 
 func (p *parser) readList(f field, name string) ([]text, bool) {
+	return p.strings(f, name, false)
+}
+
+// strings reads the field f of the job called name, a list of strings or
+// a single string; empty strings are a mistake unless empty says. It
+// returns false if the field has a mistake.
+func (p *parser) strings(f field, name string, empty bool) ([]text, bool) {
 	n := f.value
 	var elems []*yaml.Node
 	switch {
@@ -642,7 +648,7 @@ func (p *parser) readList(f field, name string) ([]text, bool) {
 			p.fail(c.Line, "%s: %s must be a list of strings, not a list of %s", name, f.key, describe(r))
 			return nil, false
 		}
-		if r.Value == "" {
+		if r.Value == "" && !empty {
 			p.fail(c.Line, "%s: empty string in %s", name, f.key)
 			return nil, false
 		}

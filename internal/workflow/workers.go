@@ -54,8 +54,7 @@ func (p *parser) workers(f *field) []*Worker {
 // worker reads one program; it returns nil if it has a mistake.
 func (p *parser) worker(f field) *Worker {
 	w := &Worker{Name: f.key, Line: f.keyLine}
-	if !validItemName(w.Name) {
-		p.fail(w.Line, "worker name %q is not valid: start with a letter or digit, then use letters, digits, _ - and .", w.Name)
+	if !p.validName("worker", w.Name, w.Line) {
 		return nil
 	}
 	name := fmt.Sprintf("worker %q", w.Name)
@@ -134,6 +133,16 @@ func (p *parser) workerEnv(f field, name string) ([]string, bool) {
 	return env, ok
 }
 
+// validName reports whether name is valid for an item or a program
+// (kind), and reports it at line if not.
+func (p *parser) validName(kind, name string, line int) bool {
+	if validItemName(name) {
+		return true
+	}
+	p.fail(line, "%s name %q is not valid: start with a letter or digit, then use letters, digits, _ - and .", kind, name)
+	return false
+}
+
 // validEnvVar reports whether s is a portable environment variable name.
 func validEnvVar(s string) bool {
 	if s == "" || '0' <= s[0] && s[0] <= '9' {
@@ -188,34 +197,6 @@ func (p *parser) programField(f field, name string) *text {
 		return nil
 	}
 	return &text{n.Value, n.Line}
-}
-
-// args reads the args field f of the job called name: a list of strings
-// (a single string is a list of one), which may be empty strings.
-func (p *parser) args(f field, name string) ([]text, bool) {
-	n := f.value
-	var elems []*yaml.Node
-	switch {
-	case isNull(n):
-		return nil, true
-	case n.Kind == yaml.ScalarNode:
-		elems = []*yaml.Node{n}
-	case n.Kind == yaml.SequenceNode:
-		elems = n.Content
-	default:
-		p.fail(n.Line, "%s: args must be a list of strings, not %s", name, describe(n))
-		return nil, false
-	}
-	list := make([]text, 0, len(elems))
-	for _, c := range elems {
-		r := resolve(c)
-		if r.Kind != yaml.ScalarNode || isNull(r) {
-			p.fail(c.Line, "%s: args must be a list of strings, not a list of %s", name, describe(r))
-			return nil, false
-		}
-		list = append(list, text{r.Value, c.Line})
-	}
-	return list, true
 }
 
 // substituteArgs substitutes vars into e's args, reporting the ones with
