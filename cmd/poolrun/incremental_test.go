@@ -476,7 +476,7 @@ func TestRunReportsEveryMistake(t *testing.T) {
 		t.Errorf("exit %d, want 2", r.code)
 	}
 	want := []string{
-		`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
+		`wf.yaml:4: job "a": unknown field "colour" (a job has id, run, worker, args, after, needs, inputs, outputs, foreach, timeout, retries, retry_delay, threads, mem, resources and desc)`,
 		`wf.yaml:7: job "b": after "nope": no such job`,
 		`wf.yaml:10: job "c": timeout "soon" is not a duration: write a number and a unit, such as 90s, 2m or 1h30m`,
 		`wf.yaml:11: job "c": outputs ".": the workflow's folder itself cannot be an output`,

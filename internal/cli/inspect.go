@@ -65,9 +65,10 @@ type windowSource struct {
 }
 
 // findWindows returns where to read each window that process pid holds,
-// once per window. A window that pid only maps (a worker's) is read through
-// the descriptor its parent (the pool) holds, or else through the mapping
-// itself, which only root may open.
+// once per window. A window that pid's parent holds too (pid is a pool's
+// worker) is read through the parent's descriptor, with the parent's
+// names; one that pid only maps, and its parent does not hold, through
+// the mapping itself, which only root may open.
 func findWindows(pid int) ([]windowSource, error) {
 	held, err := shm.Find(pid)
 	switch {
@@ -89,10 +90,13 @@ func findWindows(pid int) ([]windowSource, error) {
 		}
 		seen[id] = true
 		src := windowSource{pid: pid, path: h.Path, via: pid, names: pid}
-		if h.FD < 0 {
-			src.via, src.names = 0, parentOf(pid)
-			if p, ok := heldBy(src.names, id); ok {
-				src.path, src.via = p.Path, src.names
+		if parent := parentOf(pid); parent > 0 {
+			if p, ok := heldBy(parent, id); ok {
+				// A worker's window, which its parent, the pool, holds
+				// too: read through the pool's descriptor, with its names.
+				src.path, src.via, src.names = p.Path, parent, parent
+			} else if h.FD < 0 {
+				src.via, src.names = 0, parent
 			}
 		}
 		sources = append(sources, src)
