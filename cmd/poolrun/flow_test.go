@@ -289,9 +289,9 @@ func TestRunFlowBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown target", "jobs:\n  - id: report\n    run: touch ran-report\n", []string{"wf.yaml", "reprot"},
-			`poolrun run: unknown target "reprot": no job of wf.yaml has this id; closest: report`},
+			`poolrun run: unknown target "reprot": no job of wf.yaml has this id, nor makes this file; closest: report`},
 		{"glob target matching none", "jobs:\n  - id: report\n    run: touch ran-report\n", []string{"wf.yaml", "x-*"},
-			`poolrun run: unknown target "x-*": no job of wf.yaml matches it`},
+			`poolrun run: unknown target "x-*": no job of wf.yaml matches it, nor makes a file it matches`},
 		{"--set without =", "vars:\n  a: x\njobs:\n  - id: a\n    run: touch ran-a\n", []string{"--set", "a", "wf.yaml"},
 			"--set a: want NAME=VALUE"},
 		{"--set of a name the file has not", "vars:\n  sample: x\njobs:\n  - id: a\n    run: touch ran-a\n", []string{"--set", "sampel=y", "wf.yaml"},
@@ -345,5 +345,40 @@ func TestRunTargetsExample(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "7 jobs: 7 succeeded;") {
 		t.Errorf("summary:\n%s", r.stderr)
+	}
+}
+
+// TestRunFileTarget: poolrun run FILE PATH runs only the job whose output
+// PATH is, and what it needs, as make does with a file target.
+func TestRunFileTarget(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"wf.yaml": `jobs:
+  - id: split
+    run: mkdir -p parts && echo x > parts/p
+    outputs: [parts/]
+  - id: count-${s}
+    foreach: {s: [a, b]}
+    run: mkdir -p counts && cat parts/p > counts/${s}.txt
+    inputs: [parts/]
+    outputs: ["counts/${s}.txt"]
+`,
+	})
+	r := poolrun(t, dir, "run", "wf.yaml", "counts/b.txt")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "counts", "b.txt")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "counts", "a.txt")); err == nil {
+		t.Error("counts/a.txt was made: its job is not the target's")
+	}
+	if got := line(r.stderr, "2 jobs:"); !strings.HasPrefix(got, "2 succeeded") {
+		t.Errorf("the account: %q, want 2 jobs (split, count-b)\n%s", got, r.stderr)
+	}
+	r = poolrun(t, dir, "run", "wf.yaml", "counts/c.txt")
+	if want := `poolrun run: unknown target "counts/c.txt": no job of wf.yaml has this id, nor makes this file; closest outputs: counts/a.txt, counts/b.txt`; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("an unknown file: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
 	}
 }

@@ -29,8 +29,10 @@ pool of -j workers, goroutines of poolrun that start the commands and wait
 for them. A job runs a shell command (sh -c; plain words without shell
 syntax, such as "cc -c a.c", are executed directly, as make does) once the
 jobs it comes after have succeeded. With TARGETs (job ids, or globs over
-them as after: takes them), it runs those jobs and every job they need,
-and nothing else.
+them as after: takes them; or, for a TARGET that is no job's id, a file,
+a folder or a glob of files that jobs' outputs make, relative to the
+workflow's folder: counts/b.txt), it runs those jobs and every job they
+need, and nothing else.
 `
 
 const runDetails = `An item is an artefact (a file or folder) that its own command builds,

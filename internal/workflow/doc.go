@@ -424,7 +424,9 @@
 // after takes them) and every job they run after, directly or not,
 // inferred dependencies included, as make runs a target and what it
 // needs: poolrun run FILE TARGET... runs that. A target that matches no
-// job is an error that names the ids closest to it.
+// id is a file, a folder or a glob of files, and names the jobs whose
+// outputs make it ([Workflow.Makers]). A target that names no job either
+// way is an error that names the ids and the outputs closest to it.
 //
 // # Order
 //

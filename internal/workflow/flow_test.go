@@ -399,12 +399,73 @@ jobs:
 		t.Fatalf("unknown targets: %v", err)
 	}
 	want := []string{
-		`unknown target "mrege": no job of wf.yaml has this id; closest: merge`,
-		`unknown target "align-9": no job of wf.yaml has this id; closest: align-1, align-2, align-3`,
-		`unknown target "zzz*": no job of wf.yaml matches it`,
+		`unknown target "mrege": no job of wf.yaml has this id, nor makes this file; closest: merge`,
+		`unknown target "align-9": no job of wf.yaml has this id, nor makes this file; closest: align-1, align-2, align-3`,
+		`unknown target "zzz*": no job of wf.yaml matches it, nor makes a file it matches`,
 		`unknown target "[x": not a valid pattern`,
 	}
 	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
 		t.Errorf("error\n got: %q\nwant: %q", got, want)
+	}
+}
+
+// TestSelectFiles: a target that is no job's id names the jobs that make
+// it, a path or a glob, with what they need; an unknown file names the
+// outputs closest to it.
+func TestSelectFiles(t *testing.T) {
+	w, err := workflow.Parse("wf.yaml", []byte(`
+jobs:
+  - id: split
+    run: ./split
+    outputs: [parts/]
+  - id: count-${s}
+    foreach: {s: [a, b, c]}
+    run: ./count ${s}
+    inputs: [parts/]
+    outputs: ["counts/${s}.txt"]
+  - id: plots
+    run: ./plot
+    outputs: ["plots/*.png"]
+  - id: sum
+    run: ./sum
+    inputs: ["counts/*.txt"]
+    outputs: [total.txt]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		targets []string
+		want    []string
+	}{
+		{[]string{"counts/b.txt"}, []string{"split", "count-b"}},
+		{[]string{"./counts/b.txt"}, []string{"split", "count-b"}},
+		{[]string{"counts/*.txt"}, []string{"split", "count-a", "count-b", "count-c"}},
+		{[]string{"counts"}, []string{"split", "count-a", "count-b", "count-c"}},
+		{[]string{"plots/x.png"}, []string{"plots"}},
+		{[]string{"parts/p1"}, []string{"split"}},
+		{[]string{"total.txt", "plots/*"}, []string{"split", "count-a", "count-b", "count-c", "plots", "sum"}},
+		{[]string{filepath.Join(w.Dir, "counts", "a.txt")}, []string{"split", "count-a"}},
+	} {
+		sel, err := w.Select(tt.targets)
+		if err != nil {
+			t.Errorf("%q: %v", tt.targets, err)
+			continue
+		}
+		var ids []string
+		for _, j := range sel.Jobs {
+			ids = append(ids, j.ID)
+		}
+		if !slices.Equal(ids, tt.want) {
+			t.Errorf("%q: jobs %q, want %q", tt.targets, ids, tt.want)
+		}
+	}
+	_, err = w.Select([]string{"counts/d.txt", "totl.txt"})
+	want := []string{
+		`unknown target "counts/d.txt": no job of wf.yaml has this id, nor makes this file; closest outputs: counts/a.txt, counts/b.txt, counts/c.txt`,
+		`unknown target "totl.txt": no job of wf.yaml has this id, nor makes this file; closest outputs: total.txt`,
+	}
+	if err == nil || !slices.Equal(strings.Split(err.Error(), "\n"), want) {
+		t.Errorf("unknown files: %v\nwant: %q", err, want)
 	}
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -11,14 +12,16 @@ import (
 
 // Select returns the workflow that runs only targets and the jobs they
 // need: a copy of w with the jobs whose ids match one of targets (ids or
-// patterns, as after takes them: see [Workflow.Match]) and every job they
-// run after, directly or not (After, which holds the dependencies
+// patterns, as after takes them: see [Workflow.Match]), or, for a target
+// that matches no id, the jobs that make it, a file or a glob of files
+// (see [Workflow.Makers]), and every job they run after, directly or not (After, which holds the dependencies
 // inferred from inputs and outputs too), in the order of w.Jobs, and only
 // the items those jobs need. The jobs are w's own, not copies.
 //
-// Every target must be a valid pattern and match some job: otherwise
-// Select returns an error, matching [ErrUnknownTarget], that names each
-// such target and the ids closest to it. With no targets it returns w.
+// Every target must be a valid pattern and match some job or name some
+// job's file: otherwise Select returns an error, matching
+// [ErrUnknownTarget], that names each such target and the ids and the
+// outputs closest to it. With no targets it returns w.
 func (w *Workflow) Select(targets []string) (*Workflow, error) {
 	if len(targets) == 0 {
 		return w, nil
@@ -37,14 +40,20 @@ func (w *Workflow) Select(targets []string) (*Workflow, error) {
 			bad = append(bad, fmt.Sprintf("%v %q: not a valid pattern", ErrUnknownTarget, t))
 			continue
 		case len(jobs) == 0:
+			jobs = w.Makers(t)
+		}
+		if len(jobs) == 0 {
 			msg := fmt.Sprintf("%v %q: no job of %s", ErrUnknownTarget, t, w.File)
 			if IsPattern(t) {
-				msg += " matches it"
+				msg += " matches it, nor makes a file it matches"
 			} else {
-				msg += " has this id"
+				msg += " has this id, nor makes this file"
 			}
 			if near := w.closest(t, 3); len(near) > 0 {
 				msg += "; closest: " + strings.Join(near, ", ")
+			}
+			if near := w.closestOutputs(t, 3); len(near) > 0 {
+				msg += "; closest outputs: " + strings.Join(near, ", ")
 			}
 			bad = append(bad, msg)
 			continue
@@ -89,28 +98,88 @@ func (w *Workflow) Select(targets []string) (*Workflow, error) {
 	return &sel, nil
 }
 
+// Makers returns the jobs of w, in the order of w.Jobs, whose outputs
+// make the file target names: target is a path or a glob of paths (as
+// inputs take them: see [Glob]), relative to the working folder (w.Dir)
+// or absolute, and an output makes it when some path is both the
+// output (or a file in it, for a folder output) and target (or a file
+// in it, for a folder target): one of its plain outputs, a file that an
+// output pattern matches, or a file in a folder target. A target that
+// is not a valid pattern makes nothing.
+func (w *Workflow) Makers(target string) []*Job {
+	if _, err := filepath.Match(target, ""); err != nil {
+		return nil
+	}
+	t := w.fromDir(target)
+	var jobs []*Job
+	for _, j := range w.Jobs {
+		for _, o := range j.Outputs {
+			if patternsMeet(w.fromDir(o), t) {
+				jobs = append(jobs, j)
+				break
+			}
+		}
+	}
+	return jobs
+}
+
+// fromDir returns path s (or a pattern), relative to w.Dir or absolute,
+// as an absolute pattern: w.Dir escaped, then s, cleaned.
+func (w *Workflow) fromDir(s string) string {
+	if filepath.IsAbs(s) || w.Dir == "" {
+		return filepath.Clean(s)
+	}
+	return filepath.Clean(EscapePattern(w.Dir) + string(filepath.Separator) + s)
+}
+
+// closestOutputs returns up to n outputs of w's jobs, as written, nearest
+// to target as closest finds ids.
+func (w *Workflow) closestOutputs(target string, n int) []string {
+	var outs []string
+	seen := map[string]bool{}
+	for _, j := range w.Jobs {
+		for _, o := range j.Outputs {
+			if !seen[o] {
+				seen[o] = true
+				outs = append(outs, o)
+			}
+		}
+	}
+	return nearest(target, outs, n)
+}
+
 // closest returns up to n ids of w nearest to target in edit distance,
 // nearest first (ties in the order of w.Jobs), leaving out those too far
 // to be a slip of the keyboard: more edits than a third of the longer
 // string, and at least two.
 func (w *Workflow) closest(target string, n int) []string {
+	ids := make([]string, len(w.Jobs))
+	for i, j := range w.Jobs {
+		ids[i] = j.ID
+	}
+	return nearest(target, ids, n)
+}
+
+// nearest returns up to n of names nearest to target in edit distance,
+// as closest says.
+func nearest(target string, names []string, n int) []string {
 	type near struct {
-		id   string
+		name string
 		dist int
 	}
 	var found []near
-	for _, j := range w.Jobs {
-		limit := max(2, max(len(target), len(j.ID))/3)
-		if d := editDistance(target, j.ID, limit); d <= limit {
-			found = append(found, near{j.ID, d})
+	for _, name := range names {
+		limit := max(2, max(len(target), len(name))/3)
+		if d := editDistance(target, name, limit); d <= limit {
+			found = append(found, near{name, d})
 		}
 	}
 	slices.SortStableFunc(found, func(a, b near) int { return a.dist - b.dist })
-	var ids []string
+	var out []string
 	for _, f := range found[:min(n, len(found))] {
-		ids = append(ids, f.id)
+		out = append(out, f.name)
 	}
-	return ids
+	return out
 }
 
 // editDistance returns the Levenshtein distance between a and b (in
