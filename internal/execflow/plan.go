@@ -483,9 +483,18 @@ func (t *fileTimes) of(p string) []fileTime {
 		return got
 	}
 	var got []fileTime
-	for _, abs := range t.dir.expand(p) {
+	if !workflow.IsPattern(p) {
+		// One stat, which follows links: a path that is missing, or a
+		// link to nothing, stands for nothing.
+		abs := t.dir.path(p)
 		if st, ok := stampOf(abs); ok {
-			got = append(got, fileTime{t.dir.showMatch(p, abs), st.mtime})
+			got = []fileTime{{t.dir.showMatch(p, abs), st.mtime}}
+		}
+	} else {
+		for _, abs := range t.dir.expand(p) {
+			if st, ok := stampOf(abs); ok {
+				got = append(got, fileTime{t.dir.showMatch(p, abs), st.mtime})
+			}
 		}
 	}
 	t.known[p] = got

@@ -61,6 +61,7 @@ type parser struct {
 	// resolved holds folders with their links followed, and outsideWhy
 	// what resolvedOutside said of each folder (files.go).
 	resolved, outsideWhy map[string]string
+	own                  *[]ownEntry // ownFiles, once found
 }
 
 // memoed is what a read of an anchored node gave.
@@ -410,7 +411,7 @@ func (p *parser) item(f field) *Item {
 	case run == nil || !ok:
 		return nil
 	}
-	s, err := substituteRun(run.s, p.globals)
+	s, err := substituteRun(run.s, p.globalScope())
 	if err != nil {
 		p.refError(run.line, name, "run", err, " (an item has no foreach)"+p.globalsDefined())
 		return nil

@@ -49,12 +49,13 @@ func (p *parser) expand(entries []*entry) []*job {
 			return jobs
 		}
 		idx := make([]int, len(e.vars)) // odometer over the values, first variable outermost
+		names := e.varNames()
 		for range count {
-			var vars map[string]string
+			var vars []string
 			if len(e.vars) > 0 {
-				vars = make(map[string]string, len(e.vars))
+				vars = make([]string, len(e.vars))
 				for i, v := range e.vars {
-					vars[v.name] = v.values[idx[i]]
+					vars[i] = v.values[idx[i]]
 				}
 			}
 			for i := len(idx) - 1; i >= 0; i-- {
@@ -63,14 +64,14 @@ func (p *parser) expand(entries []*entry) []*job {
 				}
 				idx[i] = 0
 			}
-			j := p.instance(e, name, vars)
+			j := p.instance(e, name, names, vars)
 			if j == nil {
 				continue
 			}
 			if first := byID[j.ID]; first != nil {
 				if first.entry == e {
 					p.fail(e.id.line, "%s: foreach gives the id %q twice (%s and %s)",
-						name, j.ID, e.describeVars(first.Vars), e.describeVars(vars))
+						name, j.ID, e.describeVars(first.varValues), e.describeVars(vars))
 				} else {
 					p.fail(j.idLine, "duplicate job id %q (first at line %d)", j.ID, first.idLine)
 				}
@@ -96,6 +97,19 @@ func (p *parser) expand(entries []*entry) []*job {
 		}
 	}
 	return jobs
+}
+
+// varNames returns the names of e's foreach variables, in order; nil
+// without foreach.
+func (e *entry) varNames() []string {
+	if len(e.vars) == 0 {
+		return nil
+	}
+	names := make([]string, len(e.vars))
+	for i, v := range e.vars {
+		names[i] = v.name
+	}
+	return names
 }
 
 // maxText bounds the bytes of all ids, run commands, inputs and outputs
@@ -137,14 +151,14 @@ func (j *job) textSize() int {
 // combination of foreach values. It returns nil, and sets p.lost, when
 // the job's id cannot be made; a mistake elsewhere is reported and the
 // job kept without the part at fault.
-func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
+func (p *parser) instance(e *entry, name string, names, values []string) *job {
 	j := &job{
-		Job:    e.res.job(&Job{Line: e.line, Vars: vars, Timeout: e.limit}),
+		Job:    e.res.job(&Job{Line: e.line, varNames: names, varValues: values, Timeout: e.limit}),
 		idLine: e.id.line,
 		entry:  e,
 	}
 	j.EntryID, j.Desc = e.id.s, e.desc
-	vars = p.scope(vars)
+	vars := scope{names: names, values: values, globals: p.globals}
 	var err error
 	if j.ID, err = substitute(e.id.s, vars); err != nil {
 		p.refError(e.id.line, name, "id", err, p.defines(e))
@@ -153,8 +167,8 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	}
 	if !validID(j.ID) {
 		what := ""
-		if j.Vars != nil {
-			what = " (" + e.describeVars(j.Vars) + ")"
+		if j.varValues != nil {
+			what = " (" + e.describeVars(j.varValues) + ")"
 		}
 		p.fail(e.id.line, "job id %q%s is not valid: use letters, digits and %s", j.ID, what, idPunct)
 		p.lost = true
@@ -173,29 +187,9 @@ func (p *parser) instance(e *entry, name string, vars map[string]string) *job {
 	return j
 }
 
-// scope returns the variables a job sees: the workflow's (vars: and
-// --set) and the foreach values of the job, vars. A foreach variable
-// never has the name of one of the workflow's (see clash).
-func (p *parser) scope(vars map[string]string) map[string]string {
-	if len(p.globals) == 0 {
-		return vars
-	}
-	if len(vars) == 0 {
-		return p.globals
-	}
-	all := make(map[string]string, len(p.globals)+len(vars))
-	for k, v := range p.globals {
-		all[k] = v
-	}
-	for k, v := range vars {
-		all[k] = v
-	}
-	return all
-}
-
 // substituteAll substitutes vars into the after or needs entries list of
 // e. It reports the entries with a mistake and leaves them out.
-func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, field string) []text {
+func (p *parser) substituteAll(list []text, vars scope, e *entry, field string) []text {
 	if list == nil {
 		return nil
 	}
@@ -219,7 +213,7 @@ func (p *parser) substituteAll(list []text, vars map[string]string, e *entry, fi
 // checks them: a pattern must be valid, and an output must not name the
 // workflow's folder or one above it. It returns them without duplicates,
 // as strings and with their lines, leaving out those with a mistake.
-func (p *parser) paths(list []text, vars map[string]string, e *entry, field string) ([]string, []text) {
+func (p *parser) paths(list []text, vars scope, e *entry, field string) ([]string, []text) {
 	if list == nil {
 		return nil, nil
 	}
@@ -270,8 +264,9 @@ func (p *parser) defines(e *entry) string {
 	return e.defines() + p.globalsDefined()
 }
 
-// describeVars writes vars as "i=1 k=a", in the order of e's foreach.
-func (e *entry) describeVars(vars map[string]string) string {
+// describeVars writes a job's foreach values as "i=1 k=a", in the order
+// of e's foreach.
+func (e *entry) describeVars(values []string) string {
 	var b strings.Builder
 	for i, v := range e.vars {
 		if i > 0 {
@@ -279,7 +274,7 @@ func (e *entry) describeVars(vars map[string]string) string {
 		}
 		b.WriteString(v.name)
 		b.WriteByte('=')
-		b.WriteString(vars[v.name])
+		b.WriteString(values[i])
 	}
 	return b.String()
 }
@@ -325,20 +320,42 @@ func (p *parser) refError(line int, name, field string, err error, defines strin
 // lookup returns the value of the reference ref, the text between ${
 // and }: vars[ref], or a part of the value of a variable, as in
 // ${f.stem} (see derived).
-func lookup(vars map[string]string, ref string) (string, bool) {
-	if v, ok := vars[ref]; ok {
+func lookup(vars scope, ref string) (string, bool) {
+	if v, ok := vars.get(ref); ok {
 		return v, true
 	}
 	name, suffix, ok := strings.Cut(ref, ".")
 	if !ok {
 		return "", false
 	}
-	v, ok := vars[name]
+	v, ok := vars.get(name)
 	if !ok {
 		return "", false
 	}
 	return derived(v, suffix)
 }
+
+// A scope is the variables a text sees: the foreach values of a job
+// (names and values, in the order of its entry's foreach), and the
+// workflow's own (vars: and --set). A foreach variable never has the name
+// of one of the workflow's (see clash).
+type scope struct {
+	names, values []string
+	globals       map[string]string
+}
+
+func (s scope) get(name string) (string, bool) {
+	for i, n := range s.names {
+		if n == name {
+			return s.values[i], true
+		}
+	}
+	v, ok := s.globals[name]
+	return v, ok
+}
+
+// globalScope is the scope of a text of the workflow's, outside any job.
+func (p *parser) globalScope() scope { return scope{globals: p.globals} }
 
 // substitute replaces every ${name} in s, an id, a path, an after or
 // needs entry, a foreach value or workdir, by vars[name], and every
@@ -346,7 +363,7 @@ func lookup(vars map[string]string, ref string) (string, bool) {
 // text. Every ${...} is a reference: an unknown or unclosed one is an
 // error, and so is one with :raw, which only run commands take (see
 // substituteRun).
-func substitute(s string, vars map[string]string) (string, error) {
+func substitute(s string, vars scope) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}

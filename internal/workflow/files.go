@@ -122,7 +122,10 @@ func (p *parser) confine(o string) string {
 		where = "the workflow's workdir"
 	}
 	rel := filepath.Clean(o)
-	if p.workdir != "" {
+	switch {
+	case !filepath.IsAbs(rel) && !outside(rel):
+		// Relative to the working folder, and inside it, as written.
+	case p.workdir != "":
 		abs := rel
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(p.workdir, rel)
@@ -132,62 +135,58 @@ func (p *parser) confine(o string) string {
 			return fmt.Sprintf("it is %s, outside %s %s: outputs must lie inside it", abs, where, p.workdir)
 		}
 		rel = r
-	} else if filepath.IsAbs(rel) || outside(rel) {
+	default:
 		return "it lies outside " + where + ": outputs must lie inside it"
 	}
 	if rel == "." {
 		return where + " itself cannot be an output"
 	}
-	parts := strings.Split(rel, string(filepath.Separator))
-	for _, part := range parts {
+	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
 		if matchName(part, ".git") {
 			return "it would reach into a .git folder"
 		}
 	}
-	if why := p.resolvedOutside(parts, where); why != "" {
+	if why := p.resolvedOutside(rel, where); why != "" {
 		return why
 	}
-	for _, own := range []struct{ path, what string }{
-		{p.file, "the workflow file"},
-		{StateFile(p.file), "the workflow's state file"},
-		{LockFile(p.file), "the workflow's lock file"},
-	} {
-		if p.matchesOwn(parts, own.path) {
+	for _, own := range p.ownFiles() {
+		if matchParts(rel, own.parts) {
 			return fmt.Sprintf("it would match %s %s", own.what, filepath.Base(own.path))
 		}
 	}
 	return ""
 }
 
-// resolvedOutside says why the output whose parts, relative to the
-// working folder, are parts leads out of it through a symbolic link, ""
-// when it does not: the folder it lies in (up to its first pattern part),
-// with every link followed as far as it exists, must lie inside the
-// working folder as resolved. The output itself may be a link: it is
-// removed, never what it points to.
-func (p *parser) resolvedOutside(parts []string, where string) string {
+// resolvedOutside says why the output at rel, relative to the working
+// folder, leads out of it through a symbolic link, "" when it does not:
+// the folder it lies in (up to its first pattern part), with every link
+// followed as far as it exists, must lie inside the working folder as
+// resolved. The output itself may be a link: it is removed, never what it
+// points to. Each folder is looked at once per parse.
+func (p *parser) resolvedOutside(rel, where string) string {
 	if p.workdir == "" {
 		return ""
 	}
-	root, err := p.realPath(p.workdir)
-	if err != nil {
-		return ""
+	sep := string(filepath.Separator)
+	end := len(rel)
+	if i := strings.IndexAny(rel, `*?[\`); i >= 0 {
+		end = i
 	}
-	n := len(parts) - 1 // the folder the output lies in
-	for i, part := range parts[:n] {
-		if IsPattern(part) {
-			n = i
-			break
-		}
+	folder := ""
+	if j := strings.LastIndex(rel[:end], sep); j >= 0 {
+		folder = rel[:j]
 	}
-	dir := filepath.Join(append([]string{p.workdir}, parts[:n]...)...)
-	why, known := p.outsideWhy[dir]
+	why, known := p.outsideWhy[folder]
 	if !known {
-		why = p.linkedOutside(dir, filepath.Join(parts[:n]...), root, where)
+		root, err := p.realPath(p.workdir)
+		if err != nil {
+			return ""
+		}
+		why = p.linkedOutside(filepath.Join(p.workdir, folder), folder, root, where)
 		if p.outsideWhy == nil {
 			p.outsideWhy = make(map[string]string)
 		}
-		p.outsideWhy[dir] = why
+		p.outsideWhy[folder] = why
 	}
 	return why
 }
@@ -237,30 +236,54 @@ func outside(rel string) bool {
 	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// matchesOwn reports whether the output whose parts, relative to the
-// working folder, are parts could match the file at path (relative to
-// the current folder), one of the workflow's own.
-func (p *parser) matchesOwn(parts []string, path string) bool {
-	rel := filepath.Base(path)
-	if p.workdir != "" {
-		abs, err := filepath.Abs(path)
-		if err != nil {
+// ownEntry is one of the workflow's own files, as confine checks that no
+// output can match it: its path (relative to the current folder) and
+// its parts relative to the working folder.
+type ownEntry struct {
+	path, what string
+	parts      []string
+}
+
+// ownFiles returns the workflow's own files that lie in the working
+// folder, once per parse.
+func (p *parser) ownFiles() []ownEntry {
+	if p.own != nil {
+		return *p.own
+	}
+	var own []ownEntry
+	for _, f := range []ownEntry{
+		{path: p.file, what: "the workflow file"},
+		{path: StateFile(p.file), what: "the workflow's state file"},
+		{path: LockFile(p.file), what: "the workflow's lock file"},
+	} {
+		rel := filepath.Base(f.path)
+		if p.workdir != "" {
+			abs, err := filepath.Abs(f.path)
+			if err != nil {
+				continue
+			}
+			if rel, err = filepath.Rel(p.workdir, abs); err != nil || outside(rel) {
+				continue
+			}
+		}
+		f.parts = strings.Split(rel, string(filepath.Separator))
+		own = append(own, f)
+	}
+	p.own = &own
+	return own
+}
+
+// matchParts reports whether the output at rel, relative to the working
+// folder, could match the file whose parts are parts: part by part.
+func matchParts(rel string, parts []string) bool {
+	i := 0
+	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		if i == len(parts) || !matchName(part, parts[i]) {
 			return false
 		}
-		if rel, err = filepath.Rel(p.workdir, abs); err != nil || outside(rel) {
-			return false
-		}
+		i++
 	}
-	own := strings.Split(rel, string(filepath.Separator))
-	if len(own) != len(parts) {
-		return false
-	}
-	for i := range parts {
-		if !matchName(parts[i], own[i]) {
-			return false
-		}
-	}
-	return true
+	return i == len(parts)
 }
 
 // Matches reports whether path matches pattern part by part, as [Glob]

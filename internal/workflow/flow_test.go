@@ -96,8 +96,8 @@ jobs:
 			if !strings.HasSuffix(first.Run, " $HOME ${HOME}") {
 				t.Errorf("shell variables not left alone: %q", first.Run)
 			}
-			if want := map[string]string{"i": "1"}; !maps.Equal(first.Vars, want) {
-				t.Errorf("Vars %v, want only the foreach variable %v", first.Vars, want)
+			if want := map[string]string{"i": "1"}; !maps.Equal(first.Vars(), want) {
+				t.Errorf("Vars %v, want only the foreach variable %v", first.Vars(), want)
 			}
 		})
 	}
@@ -180,7 +180,7 @@ jobs:
 	if !slices.Equal(got, want) {
 		t.Errorf("jobs\n got: %q\nwant: %q", got, want)
 	}
-	if v := w.Jobs[0].Vars; !maps.Equal(v, map[string]string{"f": "data/a.csv"}) {
+	if v := w.Jobs[0].Vars(); !maps.Equal(v, map[string]string{"f": "data/a.csv"}) {
 		t.Errorf("Vars %v", v)
 	}
 

@@ -67,7 +67,7 @@ type runPart struct {
 // the shell, except that $${ becomes ${. An unknown reference, a value
 // that cannot be quoted where it stands, and a command with a NUL byte
 // are errors.
-func substituteRun(s string, vars map[string]string) (string, error) {
+func substituteRun(s string, vars scope) (string, error) {
 	out := s
 	if strings.Contains(s, "${") {
 		parts, err := splitRun(s, vars)
@@ -90,7 +90,7 @@ var errNUL = errors.New("the command holds a NUL byte, which no command can take
 
 // splitRun splits the run command s into shell text and references,
 // merging the values of ${name:raw} into the text around them.
-func splitRun(s string, vars map[string]string) ([]runPart, error) {
+func splitRun(s string, vars scope) ([]runPart, error) {
 	var parts []runPart
 	var b strings.Builder
 	b.Grow(len(s))

@@ -103,7 +103,7 @@ func (p *parser) clash(name string) string {
 // value or workdir at line, called what in errors; false if s refers to
 // an unknown variable (reported).
 func (p *parser) substituteGlobals(s string, line int, what string) (string, bool) {
-	out, err := substitute(s, p.globals)
+	out, err := substitute(s, p.globalScope())
 	if err != nil {
 		defined := p.globalsDefined()
 		if defined == "" {

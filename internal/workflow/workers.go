@@ -89,7 +89,7 @@ func (p *parser) worker(f field) *Worker {
 	if !ok {
 		return nil
 	}
-	s, err := substituteRun(run.s, p.globals)
+	s, err := substituteRun(run.s, p.globalScope())
 	if err != nil {
 		p.refError(run.line, name, "run", err, " (a worker has no foreach)"+p.globalsDefined())
 		return nil
@@ -202,7 +202,7 @@ func (p *parser) programField(f field, name string) *text {
 // substituteArgs substitutes vars into e's args, reporting the ones with
 // a mistake and leaving them out. Unlike a command's, an argument's
 // values are not quoted: it is one word as it stands.
-func (p *parser) substituteArgs(e *entry, vars map[string]string) []string {
+func (p *parser) substituteArgs(e *entry, vars scope) []string {
 	if e.args == nil {
 		return nil
 	}

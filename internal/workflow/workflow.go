@@ -124,9 +124,10 @@ type Job struct {
 	// ${...} is substituted ("align-${i}"); Desc its desc field, as
 	// written, "" if none. Meant for listings (poolrun run --list).
 	EntryID, Desc string
-	// Vars maps each foreach variable of the entry to its value for this
-	// job; nil if the entry has no foreach. Meant for reports.
-	Vars map[string]string
+	// varNames and varValues are the entry's foreach variables (shared by
+	// its jobs) and this job's values of them, in the order of the
+	// entry's foreach; nil without foreach. See [Job.Vars].
+	varNames, varValues []string
 	// Sources holds the inputs, as in Inputs, that are paths no job of
 	// the workflow makes: no job has them as an output path or lies
 	// above them as a folder output, and no output pattern of a job this
@@ -287,4 +288,17 @@ func validVar(name string) bool {
 
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// Vars returns a new map of each foreach variable of the job's entry to
+// its value for this job; nil if the entry has no foreach.
+func (j *Job) Vars() map[string]string {
+	if j.varNames == nil {
+		return nil
+	}
+	m := make(map[string]string, len(j.varNames))
+	for i, n := range j.varNames {
+		m[n] = j.varValues[i]
+	}
+	return m
 }

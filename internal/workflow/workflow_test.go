@@ -31,9 +31,9 @@ func describe(j *workflow.Job) string {
 	if j.Needs != nil {
 		s += " [needs " + strings.Join(j.Needs, ",") + "]"
 	}
-	if j.Vars != nil {
+	if j.Vars() != nil {
 		var vs []string
-		for k, v := range j.Vars {
+		for k, v := range j.Vars() {
 			vs = append(vs, k+"="+v)
 		}
 		slices.Sort(vs)
