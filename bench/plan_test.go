@@ -54,7 +54,8 @@ func BenchmarkPlan(b *testing.B) {
 	for _, n := range planSizes() {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
-			file := filepath.Join(dir, "wf.yaml")
+			b.Chdir(dir) // the workflow named as a user names it
+			file := "wf.yaml"
 			if err := os.WriteFile(file, []byte(planFlow), 0o644); err != nil {
 				b.Fatal(err)
 			}

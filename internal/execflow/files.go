@@ -84,8 +84,8 @@ func (f folder) showMatch(p, abs string) string {
 
 // showAs returns p, an input or output as written, as messages name it.
 func (f folder) showAs(p string) string {
-	if filepath.IsAbs(p) {
-		return p
+	if filepath.IsAbs(p) || f.Shown == "." && p == filepath.Clean(p) {
+		return p // as written: no copy of its own
 	}
 	return filepath.Join(f.Shown, p)
 }

@@ -3,6 +3,9 @@ package execflow
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -464,6 +467,10 @@ func (p *Plan) Counts() (run, skip int) {
 type fileTimes struct {
 	dir   folder
 	known map[string][]fileTime // by input or output as written
+	// missing holds folders that do not exist (absolute): nothing is in
+	// them, and a path in one needs no stat of its own. A plan of a
+	// workflow that never ran looks at each output folder once.
+	missing map[string]bool
 }
 
 // fileTime is a file or folder and its modification time.
@@ -473,7 +480,24 @@ type fileTime struct {
 }
 
 func newFileTimes(dir folder) *fileTimes {
-	return &fileTimes{dir: dir, known: make(map[string][]fileTime)}
+	return &fileTimes{dir: dir, known: make(map[string][]fileTime), missing: make(map[string]bool)}
+}
+
+// inMissing reports whether abs lies in a folder that does not exist, as
+// a stat of the folder says once (of the working folder's own and the
+// folders above them, only the first is looked at).
+func (t *fileTimes) inMissing(abs string) bool {
+	dir := filepath.Dir(abs)
+	if dir == t.dir.Abs || dir == abs {
+		return false
+	}
+	gone, known := t.missing[dir]
+	if !known {
+		_, err := os.Stat(dir)
+		gone = errors.Is(err, fs.ErrNotExist)
+		t.missing[dir] = gone
+	}
+	return gone
 }
 
 // of returns the files and folders that p, an input or output as written,
@@ -487,8 +511,10 @@ func (t *fileTimes) of(p string) []fileTime {
 		// One stat, which follows links: a path that is missing, or a
 		// link to nothing, stands for nothing.
 		abs := t.dir.path(p)
-		if st, ok := stampOf(abs); ok {
-			got = []fileTime{{t.dir.showMatch(p, abs), st.mtime}}
+		if !t.inMissing(abs) {
+			if st, ok := stampOf(abs); ok {
+				got = []fileTime{{t.dir.showMatch(p, abs), st.mtime}}
+			}
 		}
 	} else {
 		for _, abs := range t.dir.expand(p) {

@@ -611,8 +611,8 @@ jobs:
 // NewPlan refuses a workflow that Parse would not give, as Queue does.
 func TestPlanRefusesBadWorkflow(t *testing.T) {
 	wf := &workflow.Workflow{File: "hand.yaml", Jobs: []*workflow.Job{
-		{ID: "b", Run: "x", After: []string{"a"}, Line: 2},
-		{ID: "a", Run: "x", Line: 3},
+		{ID: "b", Run: "x", After: []string{"a"}, Entry: &workflow.Entry{Line: 2}},
+		{ID: "a", Run: "x", Entry: &workflow.Entry{Line: 3}},
 	}}
 	_, err := execflow.NewPlan(wf, execflow.PlanOptions{})
 	if want := `execflow: hand.yaml:2: job "b" runs after "a", which is unknown or comes later in the workflow`; err == nil || err.Error() != want {

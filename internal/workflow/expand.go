@@ -49,7 +49,10 @@ func (p *parser) expand(entries []*entry) []*job {
 			return jobs
 		}
 		idx := make([]int, len(e.vars)) // odometer over the values, first variable outermost
-		names := e.varNames()
+		shared := e.res.entry(&Entry{Line: e.line, Timeout: e.limit, EntryID: e.id.s, Desc: e.desc, varNames: e.varNames()})
+		if e.program != nil {
+			shared.Worker = e.program.s
+		}
 		for range count {
 			var vars []string
 			if len(e.vars) > 0 {
@@ -64,7 +67,7 @@ func (p *parser) expand(entries []*entry) []*job {
 				}
 				idx[i] = 0
 			}
-			j := p.instance(e, name, names, vars)
+			j := p.instance(e, name, shared, vars)
 			if j == nil {
 				continue
 			}
@@ -151,14 +154,13 @@ func (j *job) textSize() int {
 // combination of foreach values. It returns nil, and sets p.lost, when
 // the job's id cannot be made; a mistake elsewhere is reported and the
 // job kept without the part at fault.
-func (p *parser) instance(e *entry, name string, names, values []string) *job {
+func (p *parser) instance(e *entry, name string, shared *Entry, values []string) *job {
 	j := &job{
-		Job:    e.res.job(&Job{Line: e.line, varNames: names, varValues: values, Timeout: e.limit}),
+		Job:    &Job{Entry: shared, varValues: values},
 		idLine: e.id.line,
 		entry:  e,
 	}
-	j.EntryID, j.Desc = e.id.s, e.desc
-	vars := scope{names: names, values: values, globals: p.globals}
+	vars := scope{names: shared.varNames, values: values, globals: p.globals}
 	var err error
 	if j.ID, err = substitute(e.id.s, vars); err != nil {
 		p.refError(e.id.line, name, "id", err, p.defines(e))
@@ -175,7 +177,6 @@ func (p *parser) instance(e *entry, name string, names, values []string) *job {
 		return nil
 	}
 	if e.program != nil {
-		j.Worker = e.program.s
 		j.Args = p.substituteArgs(e, vars)
 	} else if j.Run, err = substituteRun(e.run.s, vars); err != nil {
 		p.refError(e.run.line, name, "run", err, p.defines(e))

@@ -32,9 +32,9 @@ type resources struct {
 }
 
 // job sets the fields of j that r holds, and returns j.
-func (r *resources) job(j *Job) *Job {
-	j.Retries, j.RetryDelay, j.Threads, j.Mem, j.Resources = r.retries, r.delay, r.threads, r.mem, r.named
-	return j
+func (r *resources) entry(en *Entry) *Entry {
+	en.Retries, en.RetryDelay, en.Threads, en.Mem, en.Resources = r.retries, r.delay, r.threads, r.mem, r.named
+	return en
 }
 
 // resource reads field f (retries, retry_delay, threads or mem) of the job

@@ -69,32 +69,13 @@ type Item struct {
 	Line   int // line of the item's name
 }
 
-// A Job is one command to run, after foreach expansion.
-type Job struct {
-	ID  string // unique in the workflow
-	Run string // command for sh -c, with the values of variables substituted, each quoted as text for where it stands; "" for a request to a worker program
+// An Entry is what the jobs of one entry of a workflow's jobs list
+// share, each job pointing to it ([Job.Entry]).
+type Entry struct {
 	// Worker is the name of the worker program (of [Workflow.Workers])
-	// that the job is a request to, from its worker field, and Args the
-	// request's arguments, from args, with the values of variables
-	// substituted as they are (not quoted); "" and nil for a job that
-	// runs a command.
+	// that the entry's jobs are requests to, from its worker field; ""
+	// for jobs that run a command.
 	Worker string
-	Args   []string
-	// After holds the ids of the jobs that must succeed before this one
-	// runs: patterns expanded, no duplicates, in file order. Nil if none.
-	After []string
-	// Needs holds the names of the items the job uses, without duplicates,
-	// in the order written. Nil if none.
-	Needs []string
-	// Inputs and Outputs hold the entry's inputs and outputs fields, with
-	// foreach values substituted and without duplicates, in the order
-	// written: paths, or patterns with *, ? and [...] as in
-	// [path/filepath.Match], relative to the folder of the workflow file
-	// unless absolute. Nil if none. This package only reads them; running
-	// the workflow decides from them which jobs to skip (see the package
-	// documentation).
-	Inputs  []string
-	Outputs []string
 	// Timeout is how long the job's command may run, from the entry's
 	// timeout field; 0 if the entry has none (no limit of the job's own).
 	// Running the workflow enforces it, not this package.
@@ -124,10 +105,44 @@ type Job struct {
 	// ${...} is substituted ("align-${i}"); Desc its desc field, as
 	// written, "" if none. Meant for listings (poolrun run --list).
 	EntryID, Desc string
-	// varNames and varValues are the entry's foreach variables (shared by
-	// its jobs) and this job's values of them, in the order of the
-	// entry's foreach; nil without foreach. See [Job.Vars].
-	varNames, varValues []string
+	// varNames holds the entry's foreach variables, in the order of its
+	// foreach; nil without foreach. See [Job.Vars].
+	varNames []string
+}
+
+// A Job is one command to run, after foreach expansion.
+type Job struct {
+	ID  string // unique in the workflow
+	Run string // command for sh -c, with the values of variables substituted, each quoted as text for where it stands; "" for a request to a worker program
+	// Args holds the request's arguments, from args, with the values of
+	// variables substituted as they are (not quoted), for a job that is
+	// a request to a worker program (Entry.Worker); nil for a job that
+	// runs a command.
+	Args []string
+	// After holds the ids of the jobs that must succeed before this one
+	// runs: patterns expanded, no duplicates, in file order. Nil if none.
+	After []string
+	// Needs holds the names of the items the job uses, without duplicates,
+	// in the order written. Nil if none.
+	Needs []string
+	// Inputs and Outputs hold the entry's inputs and outputs fields, with
+	// foreach values substituted and without duplicates, in the order
+	// written: paths, or patterns with *, ? and [...] as in
+	// [path/filepath.Match], relative to the folder of the workflow file
+	// unless absolute. Nil if none. This package only reads them; running
+	// the workflow decides from them which jobs to skip (see the package
+	// documentation).
+	Inputs  []string
+	Outputs []string
+	// Entry holds what the jobs of the job's entry share: its timeout,
+	// retries, threads, mem, resources, line, id and desc as written.
+	// Its fields are the job's: j.Timeout is j.Entry.Timeout. Never nil
+	// in a Workflow from Parse; shared by the entry's jobs: do not
+	// modify it.
+	*Entry
+	// varValues holds the job's values of its entry's foreach variables
+	// (Entry.varNames), in that order; nil without foreach.
+	varValues []string
 	// Sources holds the inputs, as in Inputs, that are paths no job of
 	// the workflow makes: no job has them as an output path or lies
 	// above them as a folder output, and no output pattern of a job this
@@ -293,7 +308,7 @@ func isAlnum(c byte) bool {
 // Vars returns a new map of each foreach variable of the job's entry to
 // its value for this job; nil if the entry has no foreach.
 func (j *Job) Vars() map[string]string {
-	if j.varNames == nil {
+	if j.Entry == nil || j.varNames == nil {
 		return nil
 	}
 	m := make(map[string]string, len(j.varNames))
