@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 		{"report in a missing folder", []string{"run", "--report", "no-such-folder/r.json", "wf.yaml"}, badWorkflow("1..2", "1s"), []string{"--report no-such-folder/r.json: no folder no-such-folder"}},
 		{"backwards foreach range", []string{"run", "wf.yaml"}, badWorkflow("8..1", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": bad range "8..1": the start is greater than the end`}},
 		{"negative foreach range", []string{"run", "wf.yaml"}, badWorkflow("-1..-10", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": bad range "-1..-10"`}},
-		{"absurd foreach range", []string{"run", "wf.yaml"}, badWorkflow("1..1000000000", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": range "1..1000000000" has more than 100000 values`}},
+		{"absurd foreach range", []string{"run", "wf.yaml"}, badWorkflow("1..1000000000", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": range "1..1000000000" has more than 10000000 values`}},
 		{"foreach range beyond int64", []string{"run", "wf.yaml"}, badWorkflow("1..99999999999999999999", "1s"), []string{`wf.yaml:3: job "a-${i}": foreach variable "i": bad range "1..99999999999999999999": number out of range`}},
 		{"negative timeout", []string{"run", "wf.yaml"}, badWorkflow("1..2", "-1s"), []string{`wf.yaml:5: job "a-${i}": timeout "-1s": want a duration of more than zero`}},
 		{"timeout without a unit", []string{"run", "wf.yaml"}, badWorkflow("1..2", "30"), []string{`wf.yaml:5: job "a-${i}": timeout "30" is not a duration`}},

@@ -190,7 +190,7 @@ var badFlags = []struct {
 	{"too many workers", []string{"bench"}, []string{"--workers", "2,5000"}, "", `--workers "2,5000"`},
 	{"backwards foreach range", []string{"run"}, nil, "8..1", `FILE:3: job "a-${i}": foreach variable "i": bad range "8..1": the start is greater than the end`},
 	{"negative foreach range", []string{"run"}, nil, "-5..-9", `FILE:3: job "a-${i}": foreach variable "i": bad range "-5..-9"`},
-	{"absurd foreach range", []string{"run"}, nil, "1..1000000000", `FILE:3: job "a-${i}": foreach variable "i": range "1..1000000000" has more than 100000 values`},
+	{"absurd foreach range", []string{"run"}, nil, "1..1000000000", `FILE:3: job "a-${i}": foreach variable "i": range "1..1000000000" has more than 10000000 values`},
 	{"foreach range beyond int64", []string{"run"}, nil, "0..99999999999999999999", `FILE:3: job "a-${i}": foreach variable "i": bad range "0..99999999999999999999": number out of range`},
 	{"good flags, guarded workflow", []string{"run"}, []string{"-j", "2", "--capacity", "16777216"}, "1..100000", `FILE:5: job "a-1": after "no-such-job": no such job`},
 	{"dry run, guarded workflow", []string{"run"}, []string{"-n"}, "", `FILE:5: job "a-1": after "no-such-job": no such job`},

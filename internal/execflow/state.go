@@ -23,9 +23,9 @@ import (
 // had no made: a job with output patterns recorded there is not done.
 const stateVersion = 3
 
-// maxStateSize bounds the size of a state file that a [Plan] reads: 64 MiB,
-// some 600 bytes for each of workflow.MaxJobs jobs.
-const maxStateSize = 64 << 20
+// maxStateSize bounds the size of a state file that a [Plan] reads: 4 GiB,
+// some 400 bytes for each of workflow.MaxJobs jobs.
+const maxStateSize = 4 << 30
 
 // stateFile returns the path of the state file of the workflow file at
 // path: ".NAME.poolrun-state" in the same folder, where NAME is the

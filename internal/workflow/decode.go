@@ -454,7 +454,7 @@ func (p *parser) entries(f *field) []*entry {
 	// An alias can repeat an entry, with its long lists, any number of
 	// times: count what the entries add up to as they are read, so that
 	// the work and memory stay within the limits of what they expand to.
-	entries := make([]*entry, 0, min(len(n.Content), MaxJobs))
+	entries := make([]*entry, 0, min(len(n.Content), limits.jobs))
 	jobs, deps, values, paths := 0, 0, 0, 0
 	type anchor struct {
 		e        *entry // nil if it could not be read
@@ -481,20 +481,20 @@ func (p *parser) entries(f *field) []*entry {
 			continue
 		}
 		count := e.count()
-		if jobs += count; jobs > MaxJobs {
-			p.limit(e.line, "job %q: the workflow has more than %d jobs", e.id.s, MaxJobs)
+		if jobs += count; jobs > limits.jobs {
+			p.limit(e.line, "job %q: the workflow has more than %d jobs", e.id.s, limits.jobs)
 			return entries
 		}
-		if deps += len(e.after) + len(e.needs); deps > MaxDependencies {
-			p.limit(e.line, "job %q: the workflow has more than %d dependencies", e.id.s, MaxDependencies)
+		if deps += len(e.after) + len(e.needs); deps > limits.deps {
+			p.limit(e.line, "job %q: the workflow has more than %d dependencies", e.id.s, limits.deps)
 			return entries
 		}
-		if values += count * len(e.vars); values > maxValues {
-			p.limit(e.line, "job %q: foreach gives the workflow's jobs more than %d values in all", e.id.s, maxValues)
+		if values += count * len(e.vars); values > limits.values {
+			p.limit(e.line, "job %q: foreach gives the workflow's jobs more than %d values in all", e.id.s, limits.values)
 			return entries
 		}
-		if paths += count * (len(e.inputs) + len(e.outputs)); paths > MaxPaths {
-			p.limit(e.line, "job %q: the workflow's jobs have more than %d inputs and outputs in all", e.id.s, MaxPaths)
+		if paths += count * (len(e.inputs) + len(e.outputs)); paths > limits.paths {
+			p.limit(e.line, "job %q: the workflow's jobs have more than %d inputs and outputs in all", e.id.s, limits.paths)
 			return entries
 		}
 		entries = append(entries, e)
@@ -510,7 +510,7 @@ const maxValues = 10 * MaxJobs
 func (e *entry) count() int {
 	n := 1
 	for _, v := range e.vars {
-		n *= len(v.values) // at most MaxJobs: foreach checks the product
+		n *= len(v.values) // at most limits.jobs: foreach checks the product
 	}
 	return n
 }
@@ -722,9 +722,9 @@ func (p *parser) readForeach(n *yaml.Node, name string) ([]variable, bool) {
 			continue
 		}
 		v.values = values
-		total *= len(v.values) // at most MaxJobs * MaxJobs: no overflow
-		if total > MaxJobs {
-			p.fail(n.Line, "%s: foreach gives more than %d jobs", name, MaxJobs)
+		total *= len(v.values) // at most limits.jobs * limits.jobs: no overflow
+		if total > limits.jobs {
+			p.fail(n.Line, "%s: foreach gives more than %d jobs", name, limits.jobs)
 			return nil, false
 		}
 		vars = append(vars, v)
@@ -747,8 +747,8 @@ func (p *parser) readValues(n *yaml.Node, what string) ([]string, bool) {
 			p.fail(n.Line, "%s has an empty list", what)
 			return nil, false
 		}
-		if len(n.Content) > MaxJobs {
-			p.fail(n.Line, "%s has more than %d values", what, MaxJobs)
+		if len(n.Content) > limits.jobs {
+			p.fail(n.Line, "%s has more than %d values", what, limits.jobs)
 			return nil, false
 		}
 		vals := make([]string, len(n.Content))
@@ -787,8 +787,8 @@ func (p *parser) readValues(n *yaml.Node, what string) ([]string, bool) {
 	case lo > hi:
 		p.fail(n.Line, "%s: bad range %q: the start is greater than the end", what, value)
 		return nil, false
-	case uint64(hi)-uint64(lo) >= MaxJobs: // exact even when hi-lo overflows int64
-		p.fail(n.Line, "%s: range %q has more than %d values", what, value, MaxJobs)
+	case uint64(hi)-uint64(lo) >= uint64(limits.jobs): // exact even when hi-lo overflows int64
+		p.fail(n.Line, "%s: range %q has more than %d values", what, value, limits.jobs)
 		return nil, false
 	}
 	width := 0

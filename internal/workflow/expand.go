@@ -30,22 +30,22 @@ func (p *parser) expand(entries []*entry) []*job {
 	for _, e := range entries {
 		name := fmt.Sprintf("job %q", e.id.s)
 		count := e.count()
-		if len(jobs)+count > MaxJobs {
-			p.limit(e.line, "%s: the workflow has more than %d jobs", name, MaxJobs)
+		if len(jobs)+count > limits.jobs {
+			p.limit(e.line, "%s: the workflow has more than %d jobs", name, limits.jobs)
 			return jobs
 		}
 		// Aliases can repeat a long list in every entry, and foreach a long
 		// command in every job: count before copying.
-		if deps += count * (len(e.after) + len(e.needs)); deps > MaxDependencies {
-			p.limit(e.line, "%s: the workflow has more than %d dependencies", name, MaxDependencies)
+		if deps += count * (len(e.after) + len(e.needs)); deps > limits.deps {
+			p.limit(e.line, "%s: the workflow has more than %d dependencies", name, limits.deps)
 			return jobs
 		}
-		if paths += count * (len(e.inputs) + len(e.outputs)); paths > MaxPaths {
-			p.limit(e.line, "%s: the workflow's jobs have more than %d inputs and outputs in all", name, MaxPaths)
+		if paths += count * (len(e.inputs) + len(e.outputs)); paths > limits.paths {
+			p.limit(e.line, "%s: the workflow's jobs have more than %d inputs and outputs in all", name, limits.paths)
 			return jobs
 		}
-		if count*e.textSize() > maxText-size {
-			p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, maxText>>20)
+		if count*e.textSize() > limits.text-size {
+			p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, limits.text>>20)
 			return jobs
 		}
 		idx := make([]int, len(e.vars)) // odometer over the values, first variable outermost
@@ -80,8 +80,8 @@ func (p *parser) expand(entries []*entry) []*job {
 				}
 				continue
 			}
-			if size += j.textSize(); size > maxText {
-				p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, maxText>>20)
+			if size += j.textSize(); size > limits.text {
+				p.limit(e.line, "%s: the workflow's ids, commands and paths come to more than %d MiB", name, limits.text>>20)
 				return jobs
 			}
 			for _, o := range j.outputs {
@@ -116,8 +116,13 @@ func (e *entry) varNames() []string {
 }
 
 // maxText bounds the bytes of all ids, run commands, inputs and outputs
-// after foreach expansion, which can multiply a long command by MaxJobs.
-const maxText = 256 << 20
+// after foreach expansion, which can multiply a long command by MaxJobs:
+// 1 GiB, 100 bytes a job.
+const maxText = 1 << 30
+
+// limits are the bounds the parser checks: MaxJobs and the others, which
+// the package's tests lower to keep their workflows small.
+var limits = struct{ jobs, deps, paths, text, values int }{MaxJobs, MaxDependencies, MaxPaths, maxText, maxValues}
 
 // textSize is the bytes of e's id, command, inputs and outputs, about
 // what each of its jobs takes.

@@ -106,8 +106,8 @@ func (p *parser) infer(jobs []*job, deps [][]int) []map[int]string {
 				if k == i || mark[k] == i+1 {
 					continue // a job may read and write the same file
 				}
-				if total++; total > MaxDependencies {
-					p.limit(j.Line, "job %q: the workflow has more than %d dependencies, counting those inferred from inputs and outputs", j.ID, MaxDependencies)
+				if total++; total > limits.deps {
+					p.limit(j.Line, "job %q: the workflow has more than %d dependencies, counting those inferred from inputs and outputs", j.ID, limits.deps)
 					return inferred
 				}
 				mark[k] = i + 1

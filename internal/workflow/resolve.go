@@ -105,8 +105,8 @@ func (p *parser) dependencies(jobs []*job) [][]int {
 			if mark[k] == i+1 {
 				return true
 			}
-			if total++; total > MaxDependencies {
-				p.limit(t.line, "job %q: the workflow has more than %d dependencies", j.ID, MaxDependencies)
+			if total++; total > limits.deps {
+				p.limit(t.line, "job %q: the workflow has more than %d dependencies", j.ID, limits.deps)
 				return false
 			}
 			mark[k] = i + 1

@@ -205,8 +205,8 @@ func (p *parser) globValues(pattern string, line int, what string) ([]string, bo
 		}
 		p.fail(line, "%s: no file matches %q%s", what, pattern, where)
 		return nil, false
-	case len(matches) > MaxJobs:
-		p.fail(line, "%s: %q matches more than %d files", what, pattern, MaxJobs)
+	case len(matches) > limits.jobs:
+		p.fail(line, "%s: %q matches more than %d files", what, pattern, limits.jobs)
 		return nil, false
 	}
 	if full != pattern {

@@ -17,17 +17,19 @@ import (
 const ItemEnv = "POOLRUN_ITEM"
 
 // Limits on the size of a workflow after foreach expansion. They keep a
-// mistyped range from exhausting memory before anything runs.
+// mistyped range from exhausting memory before anything runs, and stay
+// above what a machine's memory holds: a job takes some 500 bytes to
+// plan (bench/README.md), so that MaxJobs jobs take about 5 GB.
 const (
-	// MaxJobs bounds the jobs in one workflow.
-	MaxJobs = 100_000
+	// MaxJobs bounds the jobs in one workflow: 10 million.
+	MaxJobs = 10_000_000
 	// MaxDependencies bounds the after and needs entries of all jobs, both
 	// as written (before duplicates are dropped) and, for after, once
 	// patterns are expanded into the jobs they match.
-	MaxDependencies = 1_000_000
+	MaxDependencies = 10 * MaxJobs
 	// MaxPaths bounds the inputs and outputs entries of all jobs, as
 	// written and after foreach expansion.
-	MaxPaths = 1_000_000
+	MaxPaths = 10 * MaxJobs
 )
 
 // MaxFileSize bounds the size of a workflow file that [Load] reads, 16 MiB:

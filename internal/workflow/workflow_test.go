@@ -419,18 +419,24 @@ func TestErrorWithoutLine(t *testing.T) {
 	}
 }
 
+// TestMaxJobs parses a workflow of as many jobs as the limit allows (the
+// tests lower it: export_test.go).
 func TestMaxJobs(t *testing.T) {
-	in := "jobs:\n  - id: a-${i}\n    foreach: {i: 2.." + strconv.Itoa(workflow.MaxJobs) + "}\n    run: x\n" +
+	const most = 100_000 // the tests' limit
+	in := "jobs:\n  - id: a-${i}\n    foreach: {i: 2.." + strconv.Itoa(most) + "}\n    run: x\n" +
 		"  - {id: last, run: x, after: ['a-*']}\n"
 	w, err := workflow.Parse("big.yaml", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w.Jobs) != workflow.MaxJobs {
+	if len(w.Jobs) != most {
 		t.Fatalf("%d jobs", len(w.Jobs))
 	}
-	if last := w.Jobs[len(w.Jobs)-1]; last.ID != "last" || len(last.After) != workflow.MaxJobs-1 {
+	if last := w.Jobs[len(w.Jobs)-1]; last.ID != "last" || len(last.After) != most-1 {
 		t.Errorf("last job %q runs after %d jobs", last.ID, len(last.After))
+	}
+	if _, err := workflow.Parse("big.yaml", []byte(strings.Replace(in, "id: last", "id: more", 1)+"  - {id: last, run: x}\n")); err == nil || !strings.Contains(err.Error(), "more than 100000 jobs") {
+		t.Errorf("one job more: %v, want the limit's error", err)
 	}
 }
 
