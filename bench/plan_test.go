@@ -20,7 +20,7 @@ func planSizes() []int {
 	if testing.Short() {
 		return []int{1_000}
 	}
-	return []int{10_000, 100_000}
+	return []int{10_000, 100_000, 1_000_000}
 }
 
 // planFlow is a workflow of n independent jobs written as a user writes

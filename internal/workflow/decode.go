@@ -56,8 +56,10 @@ type parser struct {
 	globals map[string]string // vars: with Options.Set over it; nil if none
 	varLine map[string]int    // line of each name of vars:; 0 for one of --set alone
 	workdir string            // absolute working folder; "" if unknown
-	// made holds the jobs' output paths, as infer found them.
-	made outputKeys
+	// producers maps each output path (pathKey) to the index of its job,
+	// as expand found them; made holds them, as infer sorted them.
+	producers map[string]int
+	made      outputKeys
 	// resolved holds folders with their links followed, and outsideWhy
 	// what resolvedOutside said of each folder (files.go).
 	resolved, outsideWhy map[string]string

@@ -25,8 +25,8 @@ type job struct {
 func (p *parser) expand(entries []*entry) []*job {
 	var jobs []*job
 	byID := make(map[string]*job)
-	outputs := make(map[string]*job) // plain outputs, cleaned
-	deps, paths, size := 0, 0, 0     // after and needs entries, inputs and outputs, bytes of text
+	outputs := make(map[string]int) // plain outputs by pathKey: the index of the job in jobs
+	deps, paths, size := 0, 0, 0    // after and needs entries, inputs and outputs, bytes of text
 	for _, e := range entries {
 		name := fmt.Sprintf("job %q", e.id.s)
 		count := e.count()
@@ -89,16 +89,18 @@ func (p *parser) expand(entries []*entry) []*job {
 					continue
 				}
 				key := p.pathKey(o.s)
-				if other := outputs[key]; other != nil {
+				if k, dup := outputs[key]; dup {
+					other := jobs[k]
 					p.fail(o.line, "%s: output %q is also an output of job %q (line %d)", name, o.s, other.ID, other.Line)
 					continue
 				}
-				outputs[key] = j
+				outputs[key] = len(jobs)
 			}
 			byID[j.ID] = j
 			jobs = append(jobs, j)
 		}
 	}
+	p.producers = outputs // for infer
 	return jobs
 }
 

@@ -41,19 +41,10 @@ func (p *parser) patternKey(s string) string {
 // those that deps did not hold already, each with the input, as written,
 // that made it: nil for a job without any. It stops at a limit (p.stop).
 func (p *parser) infer(jobs []*job, deps [][]int) []map[int]string {
-	producer := make(map[string]int)
-	var keys []string // of producer, sorted, for input patterns
-	for i, j := range jobs {
-		for _, o := range j.Outputs {
-			if IsPattern(o) {
-				continue
-			}
-			k := p.pathKey(o)
-			if _, dup := producer[k]; !dup { // a duplicate is reported by expand
-				producer[k] = i
-				keys = append(keys, k)
-			}
-		}
+	producer := p.producers                  // expand's: each output path's job
+	keys := make([]string, 0, len(producer)) // of producer, sorted, for input patterns
+	for k := range producer {
+		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	p.made = outputKeys{producer, keys} // for overlaps
