@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,5 +79,74 @@ func TestPythonExample(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != want {
 			t.Errorf("%s as a command: %q, %v; as a worker program's job: %q", name, got, err, want)
 		}
+	}
+}
+
+// TestClusterProgram: the jobs of a worker program run on a worker that
+// joined the pool (poolrun worker): the agent's worker starts the
+// program, which maps the window of its host, holds its item and frees
+// it there as a local one does, and ends with the pool.
+func TestClusterProgram(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the Python worker program is not run")
+	}
+	dir := t.TempDir()
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	log := filepath.Join(dir, "prog.log")
+	wf := fmt.Sprintf(`workers:
+  py:
+    run: python3 %s
+    env: {PROG_LOG: %q, PYTHONPATH: %q}
+items:
+  first: {worker: py}
+  second: {worker: py}
+jobs:
+  - {id: a, worker: py, args: [first], needs: [first]}
+  - {id: b, worker: py, args: [second], needs: [second], after: [a]}
+`, abs("../../internal/execflow/testdata/items_worker.py"), log, abs("../../python"))
+	if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(wf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pool, out := startPoolrun(t, dir, nil, "run", "-j", "0", "--listen", "127.0.0.1:0", "--join-file", "run.join", "--tag", "wf.yaml")
+	waitJoinFile(t, filepath.Join(dir, "run.join"), out)
+	if w := poolrun(t, dir, "worker", "--join-file", "run.join", "-j", "1"); w.code != 0 {
+		t.Errorf("poolrun worker: exit %d\n%s%s", w.code, w.stdout, w.stderr)
+	}
+	if err := pool.Wait(); err != nil {
+		t.Fatalf("the pool: %v\n%s", err, out)
+	}
+	for _, want := range []string{"[a] done first", "[b] done second"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the pool's output lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts, ends int
+	freed, second := -1, -1 // lines
+	for i, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(l, "start "):
+			starts++
+		case strings.HasPrefix(l, "free ") && strings.HasSuffix(l, " first"):
+			freed = i
+		case strings.HasPrefix(l, "req ") && strings.HasSuffix(l, " second"):
+			second = i
+		case strings.HasPrefix(l, "end "):
+			ends++
+		}
+	}
+	// first is freed before b's request: the window of the agent's host
+	// no longer lists it.
+	if starts != 1 || ends != 1 || freed < 0 || second < 0 || freed > second {
+		t.Errorf("the program's log, want one program that frees first before b's request and ends:\n%s", data)
 	}
 }
