@@ -117,3 +117,98 @@ func timeMake(b *testing.B, makePath, dir string) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// nullRunJobs returns how many jobs BenchmarkNullRun's workflow has: a
+// handful under -short.
+func nullRunJobs() int {
+	if testing.Short() {
+		return 100
+	}
+	return 10_000
+}
+
+// BenchmarkNullRun times a run in which everything is up to date: n jobs
+// of `cp in/N out/N` (inputs in/${i}, outputs out/${i}), written as a
+// user writes them (one foreach entry), with poolrun run -j 2, against
+// make -r -j2 of the same rule, one after the other in every op (which
+// goes first alternates), after a first run of each that made the
+// outputs (untimed). It reports each tool's wall time per job and
+// poolrun's over make's. (Not their peak RSS: wait4's counts what the
+// process that started them held, as an exec carries it over.) poolrun is the
+// command built from this tree (poolrunCommand). Skipped where make is
+// not installed.
+func BenchmarkNullRun(b *testing.B) {
+	makePath, err := exec.LookPath("make")
+	if err != nil {
+		b.Skip("make is not installed")
+	}
+	n := nullRunJobs()
+	dir := b.TempDir()
+	flow := "jobs:\n  - id: cp-${i}\n    foreach: {i: 1.." + strconv.Itoa(n) + "}\n    run: cp in/${i} out/${i}\n" +
+		"    inputs: [\"in/${i}\"]\n    outputs: [\"out/${i}\"]\n"
+	mk := []byte("all:")
+	for i := 1; i <= n; i++ {
+		mk = append(mk, " out/"...)
+		mk = strconv.AppendInt(mk, int64(i), 10)
+	}
+	mk = append(mk, "\nout/%: in/%\n\t@cp $< $@\n"...)
+	for _, d := range []string{"in", "out", filepath.Join("m", "in"), filepath.Join("m", "out")} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		for _, d := range []string{"in", filepath.Join("m", "in")} {
+			if err := os.WriteFile(filepath.Join(dir, d, strconv.Itoa(i)), []byte("x\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte(flow), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "m", "Makefile"), mk, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	tools := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"make", func() *exec.Cmd {
+			c := exec.Command(makePath, "-r", "-s", "-j2")
+			c.Dir = filepath.Join(dir, "m")
+			return c
+		}},
+		{"poolrun", func() *exec.Cmd {
+			c := poolrunCommand(b, "run", "-j", "2", "wf.yaml")
+			c.Dir = dir
+			return c
+		}},
+	}
+	run := func(k int) time.Duration {
+		cmd := tools[k].cmd()
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		wall := time.Since(start)
+		if err != nil {
+			b.Fatalf("%s: %v\n%.2000s", tools[k].name, err, out)
+		}
+		return wall
+	}
+	for k := range tools {
+		run(k) // the first run makes the outputs
+	}
+	var wall [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range tools {
+			k = (k + i) % len(tools)
+			wall[k] += run(k)
+		}
+	}
+	b.StopTimer()
+	perJob := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*n) }
+	b.ReportMetric(perJob(wall[0]), "make-us/job")
+	b.ReportMetric(perJob(wall[1]), "poolrun-us/job")
+	b.ReportMetric(wall[1].Seconds()/wall[0].Seconds(), "wall-ratio")
+}
