@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -226,6 +228,9 @@ func NewPlan(wf *workflow.Workflow, opts PlanOptions) (*Plan, error) {
 		}
 	}
 	files := newFileTimes(dir)
+	if p.state != nil {
+		files.prefetch(wf.Jobs)
+	}
 	if err := missingSources(wf, files); err != nil {
 		return nil, err
 	}
@@ -481,6 +486,56 @@ type fileTime struct {
 
 func newFileTimes(dir folder) *fileTimes {
 	return &fileTimes{dir: dir, known: make(map[string][]fileTime), missing: make(map[string]bool)}
+}
+
+// prefetch stats the plain inputs and outputs of jobs that have outputs
+// at once, in a few goroutines, so that the plan, which decides in order,
+// finds them known: each path is still looked at once.
+func (t *fileTimes) prefetch(jobs []*workflow.Job) {
+	type look struct {
+		p, abs string
+		got    []fileTime
+	}
+	var looks []look
+	add := func(p string) {
+		if workflow.IsPattern(p) {
+			return
+		}
+		if _, ok := t.known[p]; ok {
+			return
+		}
+		t.known[p] = nil // a placeholder: listed once
+		if abs := t.dir.path(p); !t.inMissing(abs) {
+			looks = append(looks, look{p: p, abs: abs})
+		}
+	}
+	for _, j := range jobs {
+		if j == nil || len(j.Outputs) == 0 {
+			continue
+		}
+		for _, p := range j.Inputs {
+			add(p)
+		}
+		for _, p := range j.Outputs {
+			add(p)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, len(looks)/256+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(looks); i += workers {
+				l := &looks[i]
+				if st, ok := stampOf(l.abs); ok {
+					l.got = []fileTime{{t.dir.showMatch(l.p, l.abs), st.mtime}}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range looks {
+		t.known[l.p] = l.got
+	}
 }
 
 // inMissing reports whether abs lies in a folder that does not exist, as
