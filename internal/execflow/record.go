@@ -187,6 +187,10 @@ func (p *Plan) Save(jobs map[string]*engine.Job[Result]) error {
 			st = job.Status()
 			ran = len(job.Attempts()) > 0
 		}
+		if st == engine.Skipped && known {
+			next.Jobs[j.ID] = old // what made it up to date: the same record
+			continue
+		}
 		done := jobState{Command: commandHash(jobCommand(p.wf, j)), Made: old.Made, Inputs: old.Inputs}
 		switch {
 		case st == engine.Succeeded:
