@@ -176,27 +176,12 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		Files: []uintptr{stdin.Fd(), streams.stdout, streams.stderr},
 		Sys:   exit.sysProcAttr(),
 	}
-	pid := -1
-	if words := plainWords(c.run); words != nil {
-		if path := lookPath(words[0], envValue(c.env, "PATH")); path != "" {
-			if pid, err = syscall.ForkExec(path, words, attr); err != nil {
-				pid = -1 // the shell says why
-			}
-		}
+	pid, script, err := forkRun(c.run, attr)
+	if err != nil {
+		return ws, nil, err
 	}
-	if pid < 0 {
-		argv := []string{"/bin/sh", "-c", c.run}
-		if len(c.run) > maxArgCommand {
-			script, args, err := scriptFile(c.run)
-			if err != nil {
-				return ws, nil, err
-			}
-			defer script.Close()
-			argv = args
-		}
-		if pid, err = syscall.ForkExec("/bin/sh", argv, attr); err != nil {
-			return ws, nil, fmt.Errorf("starting sh: %w", &os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: err})
-		}
+	if script != nil {
+		defer script.Close()
 	}
 	streams.started()
 	g.set(pid)
@@ -232,6 +217,35 @@ func runCommand(ctx context.Context, c shellCmd, g *group, stdout, stderr io.Wri
 		leftovers.end(c.owner)
 	}
 	return ws, streams.wait(drainGrace), err
+}
+
+// forkRun starts the command run with attr: directly, when it is made of
+// plain words (see plainWords) whose first the PATH of attr.Env finds,
+// else with /bin/sh -c, which says why a direct start failed; a command
+// too long for an argument goes to the shell in a memory file
+// (scriptFile), which the caller closes once the command has ended (nil
+// when there is none).
+func forkRun(run string, attr *syscall.ProcAttr) (pid int, script *os.File, err error) {
+	if words := plainWords(run); words != nil {
+		if path := lookPath(words[0], envValue(attr.Env, "PATH")); path != "" {
+			if pid, err = syscall.ForkExec(path, words, attr); err == nil {
+				return pid, nil, nil
+			}
+		}
+	}
+	argv := []string{"/bin/sh", "-c", run}
+	if len(run) > maxArgCommand {
+		if script, argv, err = scriptFile(run); err != nil {
+			return 0, nil, err
+		}
+	}
+	if pid, err = syscall.ForkExec("/bin/sh", argv, attr); err != nil {
+		if script != nil {
+			script.Close()
+		}
+		return 0, nil, fmt.Errorf("starting sh: %w", &os.PathError{Op: "fork/exec", Path: "/bin/sh", Err: err})
+	}
+	return pid, script, nil
 }
 
 // reap waits for child pid's exit and reaps it; ru receives its resource

@@ -525,10 +525,7 @@ func (t *fileTimes) prefetch(jobs []*workflow.Job) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(looks); i += workers {
-				l := &looks[i]
-				if st, ok := stampOf(l.abs); ok {
-					l.got = []fileTime{{t.dir.showMatch(l.p, l.abs), st.mtime}}
-				}
+				looks[i].got = t.stat(looks[i].p, looks[i].abs)
 			}
 		})
 	}
@@ -536,6 +533,17 @@ func (t *fileTimes) prefetch(jobs []*workflow.Job) {
 	for _, l := range looks {
 		t.known[l.p] = l.got
 	}
+}
+
+// stat returns what the plain path p, at abs, stands for: itself, with
+// its modification time, or nothing where there is nothing (a missing
+// path, a link to nothing). It reads no field t changes: prefetch calls
+// it from several goroutines.
+func (t *fileTimes) stat(p, abs string) []fileTime {
+	if st, ok := stampOf(abs); ok {
+		return []fileTime{{t.dir.showMatch(p, abs), st.mtime}}
+	}
+	return nil
 }
 
 // inMissing reports whether abs lies in a folder that does not exist, as
@@ -565,11 +573,8 @@ func (t *fileTimes) of(p string) []fileTime {
 	if !workflow.IsPattern(p) {
 		// One stat, which follows links: a path that is missing, or a
 		// link to nothing, stands for nothing.
-		abs := t.dir.path(p)
-		if !t.inMissing(abs) {
-			if st, ok := stampOf(abs); ok {
-				got = []fileTime{{t.dir.showMatch(p, abs), st.mtime}}
-			}
+		if abs := t.dir.path(p); !t.inMissing(abs) {
+			got = t.stat(p, abs)
 		}
 	} else {
 		for _, abs := range t.dir.expand(p) {

@@ -87,7 +87,9 @@ func programName(p programParam) string {
 	h.str(p.Dir)
 	h.str(p.OptEnv)
 	h.num(p.TailLines)
-	h.str(fmt.Sprintf("%+v", p.Stdio))
+	h.str(strconv.FormatBool(p.Stdio.Tag))
+	h.str(p.Stdio.LogDir)
+	h.str(strconv.FormatBool(p.Stdio.Echo))
 	return h.name(p.Name)
 }
 
@@ -121,6 +123,7 @@ type program struct {
 	outF   *os.File      // the read end of its standard output
 	out    *bufio.Reader // over outF
 	logs   *os.File      // its log in Stdio.LogDir; nil if none
+	script *os.File      // its command line, too long for an argument (forkRun); nil if none
 	stderr *commandStreams
 	tail   *tailWriter   // of its standard error
 	exited chan struct{} // closed once it has exited (not reaped)
@@ -136,10 +139,7 @@ var errGone = errors.New("the program has exited")
 
 // startProgram is the programs' build: it starts the program for the job
 // of ctx's worker.
-func startProgram(ctx context.Context, p programParam) (*program, error) {
-	fail := func(err error) error {
-		return fmt.Errorf("worker program %q (%s:%d): starting %q: %w", p.Name, p.File, p.Line, p.Run, err)
-	}
+func startProgram(ctx context.Context, p programParam) (pr *program, err error) {
 	env := commandEnv(p.OptEnv)
 	if p.Env != "" {
 		env = append(env, strings.Split(p.Env, "\x00")...)
@@ -150,8 +150,19 @@ func startProgram(ctx context.Context, p programParam) (*program, error) {
 		win = f.Fd()
 		env = append(env, windowFDEnv+"=3")
 	}
-	pr := &program{p: p, exited: make(chan struct{}), tail: newTailWriter(p.TailLines), g: &group{}}
+	pr = &program{p: p, exited: make(chan struct{}), tail: newTailWriter(p.TailLines), g: &group{}, stderr: &commandStreams{}}
 	pr.owner = markCommand(env)
+	var inR, outW *os.File // the program's ends of its pipes (Close of nil does nothing)
+	defer func() {
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			pr.in.Close()
+			pr.outF.Close()
+			pr.closeFiles()
+			err = fmt.Errorf("worker program %q (%s:%d): starting %q: %w", p.Name, p.File, p.Line, p.Run, err)
+		}
+	}()
 
 	_, stderr := engine.JobOutput(ctx)
 	prefix := ""
@@ -161,62 +172,35 @@ func startProgram(ctx context.Context, p programParam) (*program, error) {
 	if p.Stdio.LogDir != "" {
 		f, err := os.OpenFile(programLog(p.Stdio.LogDir, p.Name), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o666)
 		if err != nil {
-			return nil, fail(fmt.Errorf("log file: %w", err))
+			return nil, fmt.Errorf("log file: %w", err)
 		}
 		pr.logs, stderr, prefix = f, f, ""
 	}
-	pr.stderr = &commandStreams{}
 	errW, err := pr.stderr.pipe(stderr, prefix, pr.tail)
 	if err != nil {
-		pr.closeFiles()
-		return nil, fail(err)
+		return nil, err
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		pr.closeFiles()
-		return nil, fail(err)
+	if inR, pr.in, err = os.Pipe(); err != nil {
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		pr.closeFiles()
-		return nil, fail(err)
+	if pr.outF, outW, err = os.Pipe(); err != nil {
+		return nil, err
 	}
-	pr.in, pr.outF = inW, outR
-	pr.out = bufio.NewReaderSize(outR, 64<<10)
+	pr.out = bufio.NewReaderSize(pr.outF, 64<<10)
 	files := []uintptr{inR.Fd(), outW.Fd(), errW}
 	if win != 0 {
 		files = append(files, win)
 	}
 	attr := &syscall.ProcAttr{Dir: p.Dir, Env: env, Files: files, Sys: sysProcAttr()}
-	run := p.Run + " " + persistentFlag
-	pid := -1
-	if words := plainWords(run); words != nil {
-		if path := lookPath(words[0], envValue(env, "PATH")); path != "" {
-			if pid, err = syscall.ForkExec(path, words, attr); err != nil {
-				pid = -1 // the shell says why
-			}
-		}
-	}
-	if pid < 0 {
-		pid, err = syscall.ForkExec("/bin/sh", []string{"/bin/sh", "-c", run}, attr)
-	}
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		pr.in.Close()
-		pr.outF.Close()
-		pr.closeFiles()
-		return nil, fail(err)
+	if pr.pid, pr.script, err = forkRun(p.Run+" "+persistentFlag, attr); err != nil {
+		return nil, err
 	}
 	pr.stderr.started()
-	pr.pid = pid
-	pr.g.set(pid)
-	running.add(pid)
+	pr.g.set(pr.pid)
+	running.add(pr.pid)
 	go func() {
 		var exit exitWait
-		exit.wait(pid)
+		exit.wait(pr.pid)
 		close(pr.exited)
 	}()
 	return pr, nil
@@ -227,12 +211,13 @@ func programLog(dir, name string) string {
 	return filepath.Join(dir, "worker-"+name+".log")
 }
 
+// closeFiles closes what pr holds besides its protocol's pipes.
 func (pr *program) closeFiles() {
-	if pr.stderr != nil {
-		pr.stderr.close()
-	}
-	if pr.logs != nil {
-		pr.logs.Close()
+	pr.stderr.close()
+	for _, f := range []*os.File{pr.logs, pr.script} {
+		if f != nil {
+			f.Close()
+		}
 	}
 }
 
@@ -248,27 +233,27 @@ type (
 		Attempt int      `json:"attempt"`
 		Needs   []string `json:"needs"`
 	}
-	workResponse struct {
-		ExitCode  *int    `json:"exitCode"`
-		Output    *string `json:"output"`
-		RequestID *int    `json:"requestId"`
+	workResponse struct { // an absent field is 0 or ""
+		ExitCode  int    `json:"exitCode"`
+		Output    string `json:"output"`
+		RequestID int    `json:"requestId"`
 	}
 )
 
 // request sends the request of job a to pr and waits for the response,
-// or for pr's end, or for ctx's. The outcome is the response's exit
-// code, with its output as the tail; the output itself goes to the job's
-// output. It returns errGone, having sent nothing, when pr had exited
-// before. Any other error, and a program that ends during the request,
-// breaks pr: its cleanup then ends it.
-func (pr *program) request(ctx context.Context, a execArg, needs []string, stdout io.Writer) (shellOutcome, error) {
+// or for pr's end, or for ctx's. The outcome holds the response's exit
+// code (a program that ended during the request: its exit status and the
+// tail of its standard error); output is the response's. It returns
+// errGone, having sent nothing, when pr had exited before. Any other
+// error, and a program that ends during the request, breaks pr: its
+// cleanup then ends it.
+func (pr *program) request(ctx context.Context, a execArg, needs []string) (out shellOutcome, output string, err error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	var out shellOutcome
 	select {
 	case <-pr.exited:
 		pr.broken = true
-		return out, errGone
+		return out, "", errGone
 	default:
 	}
 	args := a.Args
@@ -277,7 +262,7 @@ func (pr *program) request(ctx context.Context, a execArg, needs []string, stdou
 	}
 	line, err := json.Marshal(workRequest{Arguments: args, Poolrun: requestExtra{Job: a.ID, Attempt: max(engine.JobAttempt(ctx), 1), Needs: needs}})
 	if err != nil {
-		return out, err
+		return out, "", err
 	}
 	start := time.Now()
 	stop := context.AfterFunc(ctx, func() {
@@ -295,31 +280,17 @@ func (pr *program) request(ctx context.Context, a execArg, needs []string, stdou
 	if err != nil {
 		pr.broken = true
 		if ctx.Err() != nil {
-			return out, fmt.Errorf("stopped: %w", context.Cause(ctx))
+			return out, "", fmt.Errorf("stopped: %w", context.Cause(ctx))
 		}
-		return pr.died(out)
+		return pr.died(out), "", nil
 	}
 	var r workResponse
-	if jerr := json.Unmarshal(resp, &r); jerr != nil || r.RequestID != nil && *r.RequestID != 0 {
+	if err := json.Unmarshal(resp, &r); err != nil || r.RequestID != 0 {
 		pr.broken = true
-		return out, fmt.Errorf("worker program %q (%s:%d): its response is not a WorkResponse with requestId 0: %s", pr.p.Name, pr.p.File, pr.p.Line, quoteLine(resp))
+		return out, "", fmt.Errorf("worker program %q (%s:%d): its response is not a WorkResponse with requestId 0: %s", pr.p.Name, pr.p.File, pr.p.Line, quoteLine(resp))
 	}
-	if r.ExitCode != nil {
-		out.exitCode = *r.ExitCode
-	}
-	if r.Output != nil && *r.Output != "" {
-		text := *r.Output
-		if !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		io.WriteString(stdout, text)
-		if out.exitCode != 0 {
-			t := newTailWriter(a.TailLines)
-			io.WriteString(t, text)
-			out.tail = t.String()
-		}
-	}
-	return out, nil
+	out.exitCode = r.ExitCode
+	return out, r.Output, nil
 }
 
 // isBroken reports whether a request broke pr.
@@ -353,7 +324,7 @@ func (pr *program) readLine() ([]byte, error) {
 // died waits for the end of pr, whose output ended or broke during a
 // request, and says how it ended: as a command's exit status, with the
 // tail of its standard error.
-func (pr *program) died(out shellOutcome) (shellOutcome, error) {
+func (pr *program) died(out shellOutcome) shellOutcome {
 	pr.wait(programGrace, programGrace)
 	pr.reap()
 	pr.stderr.wait(drainGrace)
@@ -363,7 +334,7 @@ func (pr *program) died(out shellOutcome) (shellOutcome, error) {
 	} else if out.exitCode = pr.ws.ExitStatus(); out.exitCode == 0 {
 		out.exitCode = 1 // it ended its work with the request unanswered
 	}
-	return out, nil
+	return out
 }
 
 // wait waits for pr's exit for grace, then sends its group SIGTERM, and
@@ -437,29 +408,35 @@ func quoteLine(b []byte) string {
 // runRequest gets job a's program (starting it if its worker runs none,
 // or again if it has exited since the last request) and sends it a's
 // request.
-func runRequest(ctx context.Context, a execArg, stdout io.Writer) (shellOutcome, error) {
+func runRequest(ctx context.Context, a execArg) (shellOutcome, string, error) {
 	it := programs.Item(*a.Program)
 	for range 2 {
 		pr, err := it.Get(ctx)
 		if err != nil {
-			return shellOutcome{}, err
+			return shellOutcome{}, "", err
 		}
-		out, err := pr.request(ctx, a, a.Held, stdout)
+		out, output, err := pr.request(ctx, a, a.Held)
 		if pr.isBroken() {
 			key := it.Key()
 			cachepool.FromContext(ctx).Evict(func(k uint64) bool { return k != key })
 		}
 		if err != errGone {
-			return out, err
+			return out, output, err
 		}
 	}
-	return shellOutcome{}, fmt.Errorf("worker program %q (%s:%d) exited at once, twice", a.Program.Name, a.Program.File, a.Program.Line)
+	return shellOutcome{}, "", fmt.Errorf("worker program %q (%s:%d) exited at once, twice", a.Program.Name, a.Program.File, a.Program.Line)
 }
 
-// sendRequest is runRequest with the job's output where a.Stdio says: the
-// job's output (engine.JobOutput), tagged or not, or its log in LogDir.
+// sendRequest is runRequest with the response's output where a.Stdio
+// says, as a command's standard output goes: to the job's output
+// (engine.JobOutput), in whole lines tagged or not, or to its log in
+// LogDir; the tail of it is kept for a job that failed.
 func sendRequest(ctx context.Context, a execArg) (shellOutcome, error) {
 	stdout, _ := engine.JobOutput(ctx)
+	if a.Stdio.Echo {
+		fmt.Fprintf(stdout, "[%s] %s %s\n", a.ID, a.Program.Name, strings.Join(a.Args, " "))
+	}
+	prefix := ""
 	if a.Stdio.LogDir != "" {
 		o, e, err := openLogs(a.Stdio.LogDir, a.ID)
 		if err != nil {
@@ -469,29 +446,22 @@ func sendRequest(ctx context.Context, a execArg) (shellOutcome, error) {
 		e.Close()
 		stdout = o
 	} else if a.Stdio.Tag {
-		stdout = &tagWriter{w: stdout, tag: "[" + a.ID + "] "}
+		prefix = "[" + a.ID + "] "
 	}
-	if a.Stdio.Echo {
-		w, _ := engine.JobOutput(ctx)
-		fmt.Fprintf(w, "[%s] %s %s\n", a.ID, a.Program.Name, strings.Join(a.Args, " "))
+	out, output, err := runRequest(ctx, a)
+	if output != "" {
+		if !strings.HasSuffix(output, "\n") {
+			output += "\n"
+		}
+		tail := newTailWriter(a.TailLines)
+		c := newLineCopy(stdout, prefix, tail)
+		c.copy([]byte(output))
+		c.finish()
+		if out.exitCode != 0 {
+			out.tail = tail.String()
+		}
 	}
-	return runRequest(ctx, a, stdout)
-}
-
-// tagWriter writes each line of every write, which ends in a newline,
-// to w after tag.
-type tagWriter struct {
-	w   io.Writer
-	tag string
-}
-
-func (t *tagWriter) Write(b []byte) (int, error) {
-	var buf []byte
-	for line := range bytes.Lines(b) {
-		buf = append(append(buf, t.tag...), line...)
-	}
-	_, err := t.w.Write(buf)
-	return len(b), err
+	return out, err
 }
 
 // jobCommand is what a job runs, as the state file records it (hashed)

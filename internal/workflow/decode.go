@@ -63,7 +63,8 @@ type parser struct {
 	// resolved holds folders with their links followed, and outsideWhy
 	// what resolvedOutside said of each folder (files.go).
 	resolved, outsideWhy map[string]string
-	own                  *[]ownEntry // ownFiles, once found
+	own                  []ownEntry // ownFiles, once ownFound
+	ownFound             bool
 }
 
 // memoed is what a read of an anchored node gave.

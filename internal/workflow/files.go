@@ -247,8 +247,8 @@ type ownEntry struct {
 // ownFiles returns the workflow's own files that lie in the working
 // folder, once per parse.
 func (p *parser) ownFiles() []ownEntry {
-	if p.own != nil {
-		return *p.own
+	if p.ownFound {
+		return p.own
 	}
 	var own []ownEntry
 	for _, f := range []ownEntry{
@@ -269,7 +269,7 @@ func (p *parser) ownFiles() []ownEntry {
 		f.parts = strings.Split(rel, string(filepath.Separator))
 		own = append(own, f)
 	}
-	p.own = &own
+	p.own, p.ownFound = own, true
 	return own
 }
 

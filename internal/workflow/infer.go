@@ -29,11 +29,16 @@ func (p *parser) pathKey(s string) string {
 
 // patternKey is pathKey for an input pattern: the working folder's name
 // escaped, should it hold pattern characters.
-func (p *parser) patternKey(s string) string {
-	if filepath.IsAbs(s) || p.workdir == "" {
+func (p *parser) patternKey(s string) string { return absPattern(p.workdir, s) }
+
+// absPattern returns the path or pattern s, relative to the folder dir
+// or absolute, as an absolute pattern: dir escaped, then s, cleaned; s
+// cleaned alone when dir is "".
+func absPattern(dir, s string) string {
+	if filepath.IsAbs(s) || dir == "" {
 		return filepath.Clean(s)
 	}
-	return filepath.Clean(EscapePattern(p.workdir) + string(filepath.Separator) + s)
+	return filepath.Clean(EscapePattern(dir) + string(filepath.Separator) + s)
 }
 
 // infer adds to deps (see dependencies) the jobs that each job runs after

@@ -110,26 +110,17 @@ func (w *Workflow) Makers(target string) []*Job {
 	if _, err := filepath.Match(target, ""); err != nil {
 		return nil
 	}
-	t := w.fromDir(target)
+	t := absPattern(w.Dir, target)
 	var jobs []*Job
 	for _, j := range w.Jobs {
 		for _, o := range j.Outputs {
-			if patternsMeet(w.fromDir(o), t) {
+			if patternsMeet(absPattern(w.Dir, o), t) {
 				jobs = append(jobs, j)
 				break
 			}
 		}
 	}
 	return jobs
-}
-
-// fromDir returns path s (or a pattern), relative to w.Dir or absolute,
-// as an absolute pattern: w.Dir escaped, then s, cleaned.
-func (w *Workflow) fromDir(s string) string {
-	if filepath.IsAbs(s) || w.Dir == "" {
-		return filepath.Clean(s)
-	}
-	return filepath.Clean(EscapePattern(w.Dir) + string(filepath.Separator) + s)
 }
 
 // closestOutputs returns up to n outputs of w's jobs, as written, nearest

@@ -18,8 +18,8 @@ const ItemEnv = "POOLRUN_ITEM"
 
 // Limits on the size of a workflow after foreach expansion. They keep a
 // mistyped range from exhausting memory before anything runs, and stay
-// above what a machine's memory holds: a job takes some 500 bytes to
-// plan (bench/README.md), so that MaxJobs jobs take about 5 GB.
+// above what a machine's memory holds (bench/README.md, section 12, has
+// what a job takes to plan).
 const (
 	// MaxJobs bounds the jobs in one workflow: 10 million.
 	MaxJobs = 10_000_000
